@@ -1,0 +1,76 @@
+/** Defaults and limits. Every limit is documented in the README and in `--help`. */
+export const MAX_CONCURRENT_TOOLS = 5;
+export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
+export const RESULT_CACHE_TTL_MS = 30 * 60_000;
+export const EVENT_REPLAY_MS = 15 * 60_000;
+export const DEFAULT_WORKER_CONCURRENCY = 16;
+
+/** Largest HTTP request body; more is 413. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Most calls in one round; more is 400. */
+export const MAX_CALLS_PER_ROUND = 128;
+/** Largest args of one call (canonical JSON); more ends that call `invalid`. */
+export const MAX_ARGS_BYTES = 256 * 1024;
+/** Deepest nesting of one call's args; more ends that call `invalid`. */
+export const MAX_ARGS_DEPTH = 32;
+/** Largest output of one call (JSON); more ends that call `error`/`handler_error`. */
+export const MAX_OUTPUT_BYTES = 2 * 1024 * 1024;
+/** Cap on each of a command's stdout and stderr, and on one file read or HTTP body; the rest is cut and flagged. */
+export const MAX_STREAM_BYTES = 512 * 1024;
+
+export type Mode = 'embedded' | 'distributed';
+
+export interface DispatchConfig {
+  mode: Mode;
+  redisUrl: string | undefined;
+  prefix: string;
+  workspaceRoot: string;
+  apiToken: string | undefined;
+  httpAllow: string[];
+  searchUrl: string | undefined;
+  confirmTimeoutMs: number;
+  maxConcurrentTools: number;
+  workerConcurrency: number;
+}
+
+export type DispatchConfigOptions = Partial<DispatchConfig>;
+
+function positiveInt(raw: string | undefined, fallback: number, name: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** Reads the environment (API.md's table) and applies defaults; options win over the environment. */
+export function resolveConfig(
+  options: DispatchConfigOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): DispatchConfig {
+  const redisUrl = options.redisUrl ?? (env.REDIS_URL || undefined);
+  const prefix = options.prefix ?? (env.TD_PREFIX || 'td');
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) throw new Error(`TD_PREFIX must match [A-Za-z0-9_.-]{1,64}, got ${prefix}`);
+  return {
+    mode: options.mode ?? (redisUrl ? 'distributed' : 'embedded'),
+    redisUrl,
+    prefix,
+    workspaceRoot: options.workspaceRoot ?? (env.TD_WORKSPACE_ROOT || './.workspaces'),
+    apiToken: options.apiToken ?? (env.TD_API_TOKEN || undefined),
+    httpAllow:
+      options.httpAllow ??
+      (env.TD_HTTP_ALLOW ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    searchUrl: options.searchUrl ?? (env.TD_SEARCH_URL || undefined),
+    confirmTimeoutMs:
+      options.confirmTimeoutMs ??
+      positiveInt(env.TD_CONFIRM_TIMEOUT_MS, DEFAULT_CONFIRM_TIMEOUT_MS, 'TD_CONFIRM_TIMEOUT_MS'),
+    maxConcurrentTools:
+      options.maxConcurrentTools ?? positiveInt(env.MAX_CONCURRENT_TOOLS, MAX_CONCURRENT_TOOLS, 'MAX_CONCURRENT_TOOLS'),
+    workerConcurrency:
+      options.workerConcurrency ??
+      positiveInt(env.TD_WORKER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY, 'TD_WORKER_CONCURRENCY'),
+  };
+}

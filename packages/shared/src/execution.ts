@@ -1,0 +1,58 @@
+import type { ErrorCode } from './result.js';
+
+/** Which queue a call runs on: concurrent tools, or the serial (concurrency-1) queue. */
+export type QueueClass = 'concurrent' | 'serial';
+
+/** One execution request: serialisable, so it crosses the BullMQ seam unchanged. */
+export interface ExecJob {
+  session: string;
+  tenant: string;
+  run: string;
+  round: string;
+  callId: string;
+  callIndex: number;
+  name: string;
+  args: Record<string, unknown>;
+  /** Absolute path of the session workspace. */
+  workspace: string;
+  queue: QueueClass;
+  timeoutMs: number;
+  /** W3C trace context (traceparent, tracestate) of the parent span. */
+  trace?: Record<string, string>;
+}
+
+export type ExecOutcome =
+  | { status: 'ok'; output: unknown; durationMs: number; ranOn: string }
+  | { status: 'error'; code: ErrorCode; message: string; details?: unknown; durationMs: number; ranOn?: string };
+
+/** Pass 2's seam: runs one call somewhere (in-process, or on a worker through BullMQ). */
+export interface Executor {
+  execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome>;
+  /** Names of tools that have a registered handler somewhere. */
+  handlerNames(): Promise<ReadonlySet<string>>;
+  close(): Promise<void>;
+}
+
+/** Settings handlers read (from the worker's environment). */
+export interface HandlerConfig {
+  httpAllow: string[];
+  searchUrl: string | undefined;
+}
+
+/** What a handler gets besides its args. */
+export interface HandlerContext {
+  signal: AbortSignal;
+  /** Absolute path of the session workspace; every path argument is resolved inside it. */
+  workspace: string;
+  session: string;
+  tenant: string;
+  run: string;
+  round: string;
+  callId: string;
+  /** The execution deadline in ms (handlers with their own `timeoutMs` argument use that). */
+  timeoutMs: number;
+  config: HandlerConfig;
+}
+
+/** A tool's implementation. Throw a `ToolError` for a specific code; any other throw is `handler_error`. */
+export type Handler = (args: Record<string, unknown>, ctx: HandlerContext) => Promise<unknown>;
