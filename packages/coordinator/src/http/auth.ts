@@ -1,0 +1,17 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/**
+ * A check of `Authorization: Bearer <token>` against the configured token. Both sides are hashed
+ * first so timingSafeEqual compares equal-length buffers and the token's length does not leak.
+ */
+export function createBearerCheck(token: string): (authorization: unknown) => boolean {
+  const expected = digest(token);
+  return function isAuthorized(authorization) {
+    if (typeof authorization !== 'string') return false;
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
+    if (!match?.[1]) return false;
+    return timingSafeEqual(digest(match[1]), expected);
+  };
+}

@@ -1,0 +1,102 @@
+import { MAX_BODY_BYTES } from '@tool-dispatch/shared';
+import { RequestError, type RequestErrorCode } from '../dispatcher.js';
+
+/** Error codes of the HTTP edge, as they appear in `{"error": {"code"}}` (plus the engine's). */
+export type HttpErrorCode =
+  | RequestErrorCode
+  | 'invalid_json'
+  | 'invalid_id'
+  | 'too_many_calls'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'unauthorized'
+  | 'not_found'
+  | 'not_ready'
+  | 'internal_error';
+
+/** The one error body shape of API.md. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** A request refused at the edge: a status, a wire code and a message for the caller. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: HttpErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+/** The engine's refusals and the status each maps to; a code without a status fails to compile. */
+const REQUEST_ERROR_STATUS = {
+  session_not_found: 404,
+  idempotency_conflict: 409,
+  invalid_request: 400,
+  confirmation_not_found: 404,
+  confirmation_ambiguous: 409,
+  shutting_down: 503,
+} as const satisfies Record<RequestErrorCode, number>;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+function isRequestError(e: unknown): e is RequestError {
+  if (e instanceof RequestError) return true;
+  // A second copy of the module (bundled CLI next to sources) still has the same name and code.
+  return (
+    e instanceof Error &&
+    e.name === 'RequestError' &&
+    isRecord(e) &&
+    Object.hasOwn(REQUEST_ERROR_STATUS, String(e.code))
+  );
+}
+
+/** fastify's own errors (content-type parser, body limit, bad URL) reshaped into our codes. */
+function fromFastifyError(e: Record<string, unknown>, status: number): HttpError {
+  const message = typeof e.message === 'string' && e.message ? e.message : 'bad request';
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError(
+        413,
+        'payload_too_large',
+        `the request body is over ${MAX_BODY_BYTES} bytes (MAX_BODY_BYTES)`,
+      );
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError(415, 'unsupported_media_type', 'the Content-Type header is not a valid media type');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+    case 'FST_ERR_BAD_URL':
+      return new HttpError(400, 'invalid_id', `a path segment is not a valid id (${message})`);
+    case 'FST_ERR_NOT_FOUND':
+      return new HttpError(404, 'not_found', message);
+    default:
+      if (status === 404) return new HttpError(404, 'not_found', message);
+      if (status === 413) return new HttpError(413, 'payload_too_large', message);
+      return new HttpError(status, 'invalid_request', message);
+  }
+}
+
+/**
+ * Turns anything a route threw into an HttpError. Unknown errors become a 500 whose message
+ * hides internals; `internal` tells the caller to log the original.
+ */
+export function toHttpError(e: unknown): { error: HttpError; internal: boolean } {
+  if (e instanceof HttpError) return { error: e, internal: false };
+  if (isRequestError(e))
+    return { error: new HttpError(REQUEST_ERROR_STATUS[e.code], e.code, e.message), internal: false };
+  if (isRecord(e)) {
+    const status = typeof e.statusCode === 'number' ? e.statusCode : undefined;
+    if (Array.isArray(e.validation)) {
+      return { error: new HttpError(400, 'invalid_request', String(e.message ?? 'invalid request')), internal: false };
+    }
+    if (status !== undefined && status >= 400 && status < 500)
+      return { error: fromFastifyError(e, status), internal: false };
+  }
+  return { error: new HttpError(500, 'internal_error', 'internal error; see the coordinator log'), internal: true };
+}

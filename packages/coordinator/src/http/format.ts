@@ -1,0 +1,102 @@
+import { type CallResult, isSuccess, type NeutralTool } from '@tool-dispatch/shared';
+import type { RoundResponse } from '../store/store.js';
+
+/** How a client wants tools and results shaped (`?format=`); neutral is API.md's own shape. */
+export type WireFormat = 'neutral' | 'openai' | 'anthropic';
+
+/** An entry of OpenAI's `tools` array (Chat Completions). */
+export interface OpenAiTool {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** An entry of Anthropic's `tools` array (Messages API). */
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** What OpenAI's Chat Completions wants back for one tool call. */
+export interface OpenAiToolMessage {
+  role: 'tool';
+  tool_call_id: string;
+  content: string;
+}
+
+/** What Anthropic's Messages API wants back for one tool_use block. */
+export interface AnthropicToolResult {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error: boolean;
+}
+
+export type FormattedTool = NeutralTool | OpenAiTool | AnthropicTool;
+
+export type FormattedRound = RoundResponse & {
+  messages?: OpenAiToolMessage[];
+  content?: AnthropicToolResult[];
+};
+
+export function toOpenAiTool(tool: NeutralTool): OpenAiTool {
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+export function toAnthropicTool(tool: NeutralTool): AnthropicTool {
+  return { name: tool.name, description: tool.description, input_schema: tool.parameters };
+}
+
+/** The tools array in the requested shape. */
+export function formatTools(tools: readonly NeutralTool[], format: WireFormat): FormattedTool[] {
+  switch (format) {
+    case 'openai':
+      return tools.map(toOpenAiTool);
+    case 'anthropic':
+      return tools.map(toAnthropicTool);
+    case 'neutral':
+      return tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  }
+}
+
+/**
+ * The text a model sees for a result (API.md): the JSON output for ok, deduped, cached and
+ * schema; the error message for every status that carries one.
+ */
+export function resultContent(result: CallResult): string {
+  if (!isSuccess(result.status) && result.error) return result.error.message || result.status;
+  return JSON.stringify(result.output ?? null);
+}
+
+/** Anthropic's is_error: false only for ok, deduped and cached. */
+export function isErrorForModel(result: CallResult): boolean {
+  return !isSuccess(result.status);
+}
+
+export function toOpenAiMessages(results: readonly CallResult[]): OpenAiToolMessage[] {
+  return results.map((r) => ({ role: 'tool', tool_call_id: r.id, content: resultContent(r) }));
+}
+
+export function toAnthropicContent(results: readonly CallResult[]): AnthropicToolResult[] {
+  return results.map((r) => ({
+    type: 'tool_result',
+    tool_use_id: r.id,
+    content: resultContent(r),
+    is_error: isErrorForModel(r),
+  }));
+}
+
+/** A round's answer with the format's view added beside the neutral results. */
+export function formatRound(response: RoundResponse, format: WireFormat): FormattedRound {
+  switch (format) {
+    case 'openai':
+      return { ...response, messages: toOpenAiMessages(response.results) };
+    case 'anthropic':
+      return { ...response, content: toAnthropicContent(response.results) };
+    case 'neutral':
+      return response;
+  }
+}

@@ -1,0 +1,98 @@
+import { MAX_BODY_BYTES } from '@tool-dispatch/shared';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import type { Dispatcher } from '../dispatcher.js';
+import { createBearerCheck } from './auth.js';
+import { installJsonBodyParser } from './body-parser.js';
+import { registerConfirmationRoutes } from './confirmation-routes.js';
+import type { RouteContext } from './context.js';
+import { HttpError, toHttpError } from './errors.js';
+import { registerEventRoutes } from './event-routes.js';
+import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
+import { registerRoundRoutes } from './round-routes.js';
+import { registerSessionRoutes } from './session-routes.js';
+import type { SseOptions, SseStream } from './sse.js';
+
+/**
+ * Longest path parameter the router hands to a route. Longer than any valid id (128) so an
+ * overlong id reaches the id check and gets its 400 there, with room for percent-encoding.
+ */
+const MAX_PARAM_LENGTH = 1024;
+
+export interface BuildServerOptions {
+  dispatcher: Dispatcher;
+  /** When set, every route but /healthz, /readyz and /metrics needs `Authorization: Bearer <token>`. */
+  apiToken?: string | undefined;
+  /** Prometheus exposition for GET /metrics; a minimal valid one when absent. */
+  metricsText?: () => Promise<string>;
+  /** More routes on the same instance, behind the same auth and error handling (e.g. /admin/queues). */
+  extraRoutes?: (app: FastifyInstance) => Promise<void>;
+  /** fastify's logger option; off by default. */
+  logger?: FastifyServerOptions['logger'];
+  /** Where unexpected (500) errors are reported; stderr by default. */
+  onInternalError?: (error: unknown) => void;
+  /** Event-stream tuning (heartbeat interval, slow-client buffer cap). */
+  sse?: SseOptions;
+}
+
+function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
+  if (error.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
+}
+
+function reportToStderr(error: unknown): void {
+  process.stderr.write(
+    `tool-dispatch http: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+}
+
+/** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
+export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
+  const onInternalError = options.onInternalError ?? reportToStderr;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: MAX_BODY_BYTES,
+    // fastify's own 503 while closing has another body shape, and in-flight rounds may still
+    // need their confirmations answered during a drain; the engine refuses new rounds itself.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: function reshapeFrameworkError(error, _request, reply) {
+      sendError(reply, toHttpError(error).error);
+    },
+  });
+
+  installJsonBodyParser(app, MAX_BODY_BYTES);
+  app.setErrorHandler(function sendErrorBody(error, _request, reply) {
+    const { error: httpError, internal } = toHttpError(error);
+    if (internal) onInternalError(error);
+    return sendError(reply, httpError);
+  });
+  app.setNotFoundHandler(function routeNotFound(request, reply) {
+    const path = request.url.split('?')[0] ?? '';
+    return sendError(reply, new HttpError(404, 'not_found', `no route for ${request.method} ${path.slice(0, 200)}`));
+  });
+
+  if (options.apiToken) {
+    const isAuthorized = createBearerCheck(options.apiToken);
+    app.addHook('onRequest', async function checkBearerToken(request) {
+      if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+      if (!isAuthorized(request.headers.authorization)) {
+        throw new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header');
+      }
+    });
+  }
+
+  const streams = new Set<SseStream>();
+  // Open event streams would keep server.close() waiting forever; end them first.
+  app.addHook('preClose', async function endEventStreams() {
+    for (const stream of [...streams]) stream.end();
+  });
+
+  const ctx: RouteContext = { dispatcher: options.dispatcher, streams, sse: options.sse ?? {} };
+  await registerOperationRoutes(app, ctx, options.metricsText);
+  await registerSessionRoutes(app, ctx);
+  await registerRoundRoutes(app, ctx);
+  await registerEventRoutes(app, ctx);
+  await registerConfirmationRoutes(app, ctx);
+  if (options.extraRoutes) await options.extraRoutes(app);
+  return app;
+}

@@ -1,0 +1,170 @@
+import { ID_PATTERN, isValidId, MAX_CALLS_PER_ROUND, schemaProblem, type ToolDefinition } from '@tool-dispatch/shared';
+import type { SessionInput } from '../dispatcher.js';
+import { HttpError } from './errors.js';
+import type { WireFormat } from './format.js';
+
+/** Longest Last-Event-ID we pass on; event ids are short, anything longer is not ours. */
+const MAX_EVENT_ID_LENGTH = 256;
+/** Longest provider name and tool name a client may send. */
+const MAX_NAME_LENGTH = 128;
+/** Most entries of a session's autoApprove list and of its clientTools. */
+const MAX_SESSION_LIST = 1000;
+
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const invalid = (message: string) => new HttpError(400, 'invalid_request', message);
+
+function quote(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+/** An id from the path, a header or a body (API.md ids), else 400 naming what was wrong. */
+export function requireId(value: unknown, what: string): string {
+  if (isValidId(value)) return value;
+  const got = typeof value === 'string' ? `${quote(value)} (${value.length} chars)` : `a ${typeof value}`;
+  throw new HttpError(400, 'invalid_id', `${what} must be a string matching ${ID_PATTERN.source}; got ${got}`);
+}
+
+/** `?format=` of tools and rounds. */
+export function parseFormat(query: unknown): WireFormat {
+  const format = isObject(query) ? query.format : undefined;
+  if (format === undefined || format === 'neutral') return 'neutral';
+  if (format === 'openai' || format === 'anthropic') return format;
+  throw invalid(`format must be "openai" or "anthropic" (or absent for the neutral shape); got ${quote(format)}`);
+}
+
+/** The optional `Idempotency-Key` header, an id. */
+export function parseIdempotencyKey(header: unknown): string | undefined {
+  if (header === undefined) return undefined;
+  return requireId(header, 'the Idempotency-Key header');
+}
+
+/** `Last-Event-ID` (header, or `?lastEventId=` for clients that cannot set headers). */
+export function parseLastEventId(header: unknown, query: unknown): string | undefined {
+  const value = header ?? (isObject(query) ? query.lastEventId : undefined);
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || value.length > MAX_EVENT_ID_LENGTH || /[\r\n\0]/.test(value)) {
+    throw invalid(`Last-Event-ID must be an event id of at most ${MAX_EVENT_ID_LENGTH} characters`);
+  }
+  return value;
+}
+
+/** `?tool=` of history. */
+export function parseToolFilter(query: unknown): string | undefined {
+  const tool = isObject(query) ? query.tool : undefined;
+  if (tool === undefined) return undefined;
+  if (typeof tool !== 'string' || tool.length === 0 || tool.length > MAX_NAME_LENGTH) {
+    throw invalid(`tool must be one tool name of 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  return tool;
+}
+
+/**
+ * The calls of a round body. Only the envelope is checked here (an object with a valid id per
+ * call); a call's name and args are the engine's to judge, so bad args end that call `invalid`
+ * instead of failing the whole round.
+ */
+export function parseRoundBody(body: unknown): unknown[] {
+  if (!isObject(body)) throw invalid('the body must be a JSON object {"calls": [...]}');
+  const calls = body.calls;
+  if (!Array.isArray(calls)) throw invalid('the body must have a "calls" array');
+  if (calls.length > MAX_CALLS_PER_ROUND) {
+    throw new HttpError(
+      400,
+      'too_many_calls',
+      `a round holds at most ${MAX_CALLS_PER_ROUND} calls (MAX_CALLS_PER_ROUND); got ${calls.length}`,
+    );
+  }
+  calls.forEach((call, i) => {
+    if (!isObject(call)) throw invalid(`calls[${i}] must be an object`);
+    requireId(call.id, `calls[${i}].id`);
+  });
+  return calls;
+}
+
+function parseAutoApprove(value: unknown): string[] | 'all' {
+  if (value === 'all') return 'all';
+  if (
+    Array.isArray(value) &&
+    value.length <= MAX_SESSION_LIST &&
+    value.every((x): x is string => typeof x === 'string' && x.length > 0 && x.length <= MAX_NAME_LENGTH)
+  ) {
+    return [...value];
+  }
+  throw invalid(`autoApprove must be "all" or an array of at most ${MAX_SESSION_LIST} tool names`);
+}
+
+function parseToolDefinition(value: unknown, at: string): ToolDefinition {
+  if (!isObject(value)) throw invalid(`${at} must be a tool definition object`);
+  const { name, description, parameters, concurrency, confirm, timeoutMs, interactive } = value;
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) {
+    throw invalid(`${at}.name must be a string of 1 to ${MAX_NAME_LENGTH} characters`);
+  }
+  if (typeof description !== 'string') throw invalid(`${at}.description must be a string`);
+  const problem = schemaProblem(parameters);
+  if (problem !== undefined || !isObject(parameters)) {
+    throw invalid(`${at}.parameters must be a JSON schema: ${problem ?? 'not an object'}`);
+  }
+  const def: ToolDefinition = { name, description, parameters };
+  if (concurrency !== undefined) {
+    if (concurrency !== 'concurrent' && concurrency !== 'serial') {
+      throw invalid(`${at}.concurrency must be "concurrent" or "serial"`);
+    }
+    def.concurrency = concurrency;
+  }
+  if (confirm !== undefined) {
+    if (typeof confirm !== 'boolean') throw invalid(`${at}.confirm must be a boolean`);
+    def.confirm = confirm;
+  }
+  if (timeoutMs !== undefined) {
+    if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1) {
+      throw invalid(`${at}.timeoutMs must be a positive integer`);
+    }
+    def.timeoutMs = timeoutMs;
+  }
+  if (interactive !== undefined) {
+    if (typeof interactive !== 'boolean') throw invalid(`${at}.interactive must be a boolean`);
+    def.interactive = interactive;
+  }
+  return def;
+}
+
+function parseClientTools(value: unknown): ToolDefinition[] {
+  if (!Array.isArray(value) || value.length > MAX_SESSION_LIST) {
+    throw invalid(`clientTools must be an array of at most ${MAX_SESSION_LIST} tool definitions`);
+  }
+  const tools = value.map((t, i) => parseToolDefinition(t, `clientTools[${i}]`));
+  const seen = new Set<string>();
+  for (const t of tools) {
+    if (seen.has(t.name)) throw invalid(`clientTools names ${t.name} twice`);
+    seen.add(t.name);
+  }
+  return tools;
+}
+
+/** Body of `PUT /v1/sessions/{session}`. Unknown fields are ignored. */
+export function parseSessionBody(body: unknown): SessionInput {
+  if (!isObject(body)) throw invalid('the body must be a JSON object {"provider": ...}');
+  const { provider, tenant, autoApprove, clientTools } = body;
+  if (typeof provider !== 'string' || provider.length === 0 || provider.length > MAX_NAME_LENGTH) {
+    throw invalid(
+      `provider must be a string of 1 to ${MAX_NAME_LENGTH} characters ("openai", "anthropic", "claude-code", …)`,
+    );
+  }
+  const input: SessionInput = { provider };
+  if (tenant !== undefined) input.tenant = requireId(tenant, 'tenant');
+  if (autoApprove !== undefined) input.autoApprove = parseAutoApprove(autoApprove);
+  if (clientTools !== undefined) input.clientTools = parseClientTools(clientTools);
+  return input;
+}
+
+/** Body of `POST .../confirmations/{id}`. */
+export function parseConfirmationBody(body: unknown): { approve: boolean; remember: boolean } {
+  if (!isObject(body) || typeof body.approve !== 'boolean') {
+    throw invalid('the body must be {"approve": true | false, "remember"?: true | false}');
+  }
+  if (body.remember !== undefined && typeof body.remember !== 'boolean') throw invalid('remember must be a boolean');
+  return { approve: body.approve, remember: body.remember === true };
+}
