@@ -1,0 +1,34 @@
+import { defineScript } from './script.js';
+
+/** Starts a round, claiming its idempotency key atomically with creating the round record. */
+export const beginRoundScript = defineScript(
+  'beginRound',
+  3,
+  `--[[
+  Starts a round under an idempotency key, or reports the round that already holds the key.
+  KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
+  KEYS[3] session (HASH; only its TTL is refreshed)
+  ARGV[1] round id  ARGV[2] calls hash  ARGV[3] record JSON  ARGV[4] TTL ms
+  ARGV[5] "1" when an idempotency key is used
+  Returns {"new"}, or {"existing" | "conflict", <round id holding the key>}.
+]]
+if ARGV[5] == '1' then
+  local held = redis.call('GET', KEYS[2])
+  if held then
+    local sep = string.find(held, '|', 1, true)
+    local round = string.sub(held, 1, sep - 1)
+    local hash = string.sub(held, sep + 1)
+    if hash == ARGV[2] then
+      return {'existing', round}
+    end
+    return {'conflict', round}
+  end
+  redis.call('SET', KEYS[2], ARGV[1] .. '|' .. ARGV[2], 'PX', ARGV[4])
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return {'new'}
+`,
+);

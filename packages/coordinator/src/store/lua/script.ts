@@ -1,0 +1,38 @@
+import { createHash } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A Redis connection: a single node or a cluster (every multi-key operation stays in one hash slot). */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A Lua script kept as a TS string constant (`<operation>-<keys>.lua.ts`), so it ships inside the
+ * esbuild bundle and loads the same under vitest; no file is read at run time.
+ */
+export interface LuaScript {
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+  sha: string;
+}
+
+export function defineScript(name: string, numberOfKeys: number, lua: string): LuaScript {
+  return { name, numberOfKeys, lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+/** EVALSHA, falling back to EVAL once when the server does not know the script (restart, new node). */
+export async function runScript(
+  redis: RedisClient,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  if (keys.length !== script.numberOfKeys) {
+    throw new Error(`${script.name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
+  }
+  try {
+    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (e) {
+    if (!(e instanceof Error) || !e.message.includes('NOSCRIPT')) throw e;
+    return redis.eval(script.lua, keys.length, ...keys, ...args);
+  }
+}

@@ -1,0 +1,204 @@
+import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
+import { beginRoundScript } from './lua/beginRound-3.lua.js';
+import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
+import { finishRoundScript } from './lua/finishRound-1.lua.js';
+import { recordResultScript } from './lua/recordResult-4.lua.js';
+import { type RedisClient, runScript } from './lua/script.js';
+import type {
+  BeginRound,
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  RoundRecord,
+  RoundResponse,
+  SessionState,
+  Store,
+} from './store.js';
+
+export type { RedisClient } from './lua/script.js';
+
+export interface RedisStoreOptions {
+  /** A connection the caller owns (a node or a cluster); `close()` leaves it open. */
+  redis: RedisClient;
+  /** TD_PREFIX. */
+  prefix: string;
+  /** Sliding TTL of every session-scoped key, refreshed on write (default 7 days). */
+  sessionTtlMs?: number;
+}
+
+/** Session fields kept in the `state` JSON; fetched and auto-approve live in their own hash fields. */
+type StoredState = Omit<SessionState, 'fetched' | 'autoApprove'>;
+
+/**
+ * The distributed Store: each operation is one round trip (a pipeline, MULTI or one Lua script)
+ * over keys sharing the session's hash tag, so it runs unchanged on Redis Cluster.
+ */
+export class RedisStore implements Store {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly ttlMs: number;
+
+  constructor(options: RedisStoreOptions) {
+    const ttl = options.sessionTtlMs ?? SESSION_TTL_MS;
+    if (!Number.isInteger(ttl) || ttl < 1) throw new Error(`sessionTtlMs must be a positive integer, got ${ttl}`);
+    this.redis = options.redis;
+    this.keys = redisKeys(options.prefix);
+    this.ttlMs = ttl;
+  }
+
+  async getSession(session: string): Promise<SessionState | null> {
+    const hash = await this.redis.hgetall(this.keys.session(session));
+    const state = tryParseJson(hash.state) as StoredState | undefined;
+    if (!state) return null;
+    const members = (prefix: string) =>
+      Object.entries(hash)
+        .filter(([field]) => field.startsWith(prefix))
+        .sort((a, b) => Number(a[1]) - Number(b[1]))
+        .map(([field]) => field.slice(prefix.length));
+    return { ...state, fetched: members('f:'), autoApprove: hash.all === '1' ? 'all' : members('a:') };
+  }
+
+  async putSession(state: SessionState): Promise<void> {
+    const key = this.keys.session(state.id);
+    const { fetched, autoApprove, ...rest } = state;
+    const fields: string[] = ['state', JSON.stringify(rest satisfies StoredState)];
+    let seq = 0;
+    for (const name of new Set(fetched)) fields.push(`f:${name}`, String(++seq));
+    if (autoApprove === 'all') fields.push('all', '1');
+    else for (const name of new Set(autoApprove)) fields.push(`a:${name}`, String(++seq));
+    fields.push('seq', String(seq));
+    await this.redis
+      .multi()
+      .del(key)
+      .hset(key, ...fields)
+      .pexpire(key, this.ttlMs)
+      .exec();
+  }
+
+  async markFetched(session: string, names: readonly string[]): Promise<void> {
+    if (names.length === 0) return;
+    await runScript(this.redis, addSessionMembersScript, [this.keys.session(session)], ['f:', this.ttlMs, ...names]);
+  }
+
+  async addAutoApprove(session: string, tool: string): Promise<void> {
+    await runScript(this.redis, addSessionMembersScript, [this.keys.session(session)], ['a:', this.ttlMs, tool]);
+  }
+
+  async findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null> {
+    const entry = tryParseJson(await this.redis.hget(this.keys.dedupe(session, run), key));
+    return (entry as DedupeEntry | undefined) ?? null;
+  }
+
+  async putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void> {
+    const entries = this.keys.dedupe(session, run);
+    const meta = this.keys.dedupeMeta(session, run);
+    const paths = entry.paths ?? null;
+    await this.redis
+      .multi()
+      .hset(entries, entry.key, JSON.stringify(entry))
+      .hset(meta, entry.key, JSON.stringify({ tool: entry.tool, paths }))
+      .pexpire(entries, this.ttlMs)
+      .pexpire(meta, this.ttlMs)
+      .exec();
+  }
+
+  async dropDedupe(session: string, run: string, invalidation: DedupeInvalidation): Promise<number> {
+    const paths = invalidation.paths === undefined ? '' : JSON.stringify(invalidation.paths);
+    // An empty paths list meets nothing (cjson cannot tell [] from {} when encoding, so decide here).
+    if (invalidation.paths?.length === 0) return 0;
+    const dropped = await runScript(
+      this.redis,
+      dropDedupeScript,
+      [this.keys.dedupe(session, run), this.keys.dedupeMeta(session, run)],
+      [invalidation.tool, paths],
+    );
+    return Number(dropped);
+  }
+
+  async findCached(tenant: string, key: string): Promise<CachedResult | null> {
+    const value = tryParseJson(await this.redis.get(this.keys.cache(tenant, key)));
+    return (value as CachedResult | undefined) ?? null;
+  }
+
+  async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
+    const px = Math.max(1, Math.ceil(ttlMs));
+    await this.redis.set(this.keys.cache(tenant, key), JSON.stringify(value), 'PX', px);
+  }
+
+  async recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean> {
+    const k = this.keys;
+    const recorded = await runScript(
+      this.redis,
+      recordResultScript,
+      [k.committed(session), k.history(session), k.toolHistory(session, entry.name), k.session(session)],
+      [`${entry.round}|${callIndex}`, JSON.stringify(entry), this.ttlMs],
+    );
+    return Number(recorded) === 1;
+  }
+
+  async history(session: string, tool?: string): Promise<HistoryEntry[]> {
+    const key = tool === undefined ? this.keys.history(session) : this.keys.toolHistory(session, tool);
+    const items = await this.redis.lrange(key, 0, -1);
+    return items.map((item) => tryParseJson(item) as HistoryEntry).filter((e) => e !== undefined);
+  }
+
+  async beginRound(input: {
+    session: string;
+    run: string;
+    round: string;
+    idempotencyKey: string | undefined;
+    callsHash: string;
+  }): Promise<BeginRound> {
+    const { session, run, round, idempotencyKey, callsHash } = input;
+    const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: Date.now() };
+    const { state: _state, ...stored } = record;
+    const k = this.keys;
+    const reply = (await runScript(
+      this.redis,
+      beginRoundScript,
+      [k.round(session, run, round), k.idempotency(session, run, idempotencyKey ?? '-'), k.session(session)],
+      [round, callsHash, JSON.stringify(stored), this.ttlMs, idempotencyKey === undefined ? '0' : '1'],
+    )) as [string, string?];
+    const [kind, heldBy] = reply;
+    if (kind === 'new') return { kind: 'new', record };
+    if ((kind !== 'existing' && kind !== 'conflict') || heldBy === undefined) {
+      throw new Error(`beginRound: unexpected reply ${JSON.stringify(reply)}`);
+    }
+    const held = await this.getRound(session, run, heldBy);
+    // The key outlived its round record (both share a TTL, so only after manual deletion): report what is known.
+    const fallback: RoundRecord = { round: heldBy, session, run, callsHash: '', state: 'running', createdAt: 0 };
+    return { kind, record: held ?? fallback };
+  }
+
+  async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {
+    await runScript(
+      this.redis,
+      finishRoundScript,
+      [this.keys.round(session, run, round)],
+      [JSON.stringify(response), this.ttlMs],
+    );
+  }
+
+  async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
+    const hash = await this.redis.hgetall(this.keys.round(session, run, round));
+    const stored = tryParseJson(hash.record) as Omit<RoundRecord, 'state'> | undefined;
+    if (!stored) return null;
+    const response = tryParseJson(hash.response) as RoundResponse | undefined;
+    const record: RoundRecord = { ...stored, state: hash.state === 'done' ? 'done' : 'running' };
+    if (response) record.response = response;
+    return record;
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  /** The connection belongs to the caller, who closes it. */
+  async close(): Promise<void> {}
+}

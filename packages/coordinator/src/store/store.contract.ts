@@ -1,0 +1,281 @@
+import type { CallResult } from '@tool-dispatch/shared';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
+
+/**
+ * The rules every Store keeps (STYLE.md: one shared suite, run against each implementation).
+ * `makeStore` gives a fresh, empty store for each test.
+ */
+export function describeStoreContract(
+  name: string,
+  makeStore: () => Promise<{ store: Store; cleanup(): Promise<void> }>,
+): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await makeStore());
+    });
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    describe('sessions', () => {
+      it('returns null for a session never put', async () => {
+        expect(await store.getSession('nope')).toBeNull();
+      });
+
+      it('returns a put session unchanged', async () => {
+        const s = session('s1', {
+          fetched: ['b', 'a'],
+          autoApprove: ['edit_file'],
+          clientTools: [{ name: 'ask_user', description: 'Ask', parameters: { type: 'object' } }],
+        });
+        await store.putSession(s);
+        expect(await store.getSession('s1')).toEqual(s);
+      });
+
+      it('keeps autoApprove "all"', async () => {
+        await store.putSession(session('s1', { autoApprove: 'all' }));
+        expect((await store.getSession('s1'))?.autoApprove).toBe('all');
+      });
+
+      it('replaces the whole session on a second put', async () => {
+        await store.putSession(session('s1', { fetched: ['a', 'b'], autoApprove: ['x'], provider: 'openai' }));
+        const next = session('s1', { fetched: ['c'], autoApprove: [], provider: 'anthropic' });
+        await store.putSession(next);
+        expect(await store.getSession('s1')).toEqual(next);
+      });
+
+      it('adds fetched names in order and ignores names already fetched', async () => {
+        await store.putSession(session('s1', { fetched: ['a'] }));
+        await store.markFetched('s1', ['b', 'a', 'c']);
+        await store.markFetched('s1', ['c', 'd']);
+        expect((await store.getSession('s1'))?.fetched).toEqual(['a', 'b', 'c', 'd']);
+      });
+
+      it('does not create a session when marking fetched on an unknown one', async () => {
+        await store.markFetched('ghost', ['a']);
+        expect(await store.getSession('ghost')).toBeNull();
+      });
+
+      it('adds a tool to auto-approve once', async () => {
+        await store.putSession(session('s1', { autoApprove: ['a'] }));
+        await store.addAutoApprove('s1', 'b');
+        await store.addAutoApprove('s1', 'b');
+        expect((await store.getSession('s1'))?.autoApprove).toEqual(['a', 'b']);
+      });
+
+      it('leaves autoApprove "all" as it is when a tool is added', async () => {
+        await store.putSession(session('s1', { autoApprove: 'all' }));
+        await store.addAutoApprove('s1', 'b');
+        expect((await store.getSession('s1'))?.autoApprove).toBe('all');
+      });
+
+      it('does not create a session when adding auto-approve on an unknown one', async () => {
+        await store.addAutoApprove('ghost', 'a');
+        expect(await store.getSession('ghost')).toBeNull();
+      });
+    });
+
+    describe('dedupe map', () => {
+      it('finds nothing for a key never put', async () => {
+        expect(await store.findDedupe('s1', 'r1', 'k')).toBeNull();
+      });
+
+      it('finds a put entry with its output and paths', async () => {
+        const e = dedupe('read_files|1', 'read_files', { paths: ['a.txt'], output: { files: [{ path: 'a.txt' }] } });
+        await store.putDedupe('s1', 'r1', e);
+        expect(await store.findDedupe('s1', 'r1', e.key)).toEqual(e);
+      });
+
+      it('scopes entries to their run and session', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('k', 'calculate'));
+        expect(await store.findDedupe('s1', 'r2', 'k')).toBeNull();
+        expect(await store.findDedupe('s2', 'r1', 'k')).toBeNull();
+      });
+
+      it('replaces an entry put again under the same key', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('k', 'calculate', { callId: 'c1' }));
+        await store.putDedupe('s1', 'r1', dedupe('k', 'calculate', { callId: 'c2' }));
+        expect((await store.findDedupe('s1', 'r1', 'k'))?.callId).toBe('c2');
+      });
+
+      it('drops every entry of a tool when no paths are given, and only that tool', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('f1', 'find_files'));
+        await store.putDedupe('s1', 'r1', dedupe('f2', 'find_files'));
+        await store.putDedupe('s1', 'r1', dedupe('r1', 'read_files', { paths: ['a.txt'] }));
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'find_files' })).toBe(2);
+        expect(await store.findDedupe('s1', 'r1', 'f1')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'f2')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'r1')).not.toBeNull();
+      });
+
+      it('drops only the entries whose paths meet the given paths', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('ab', 'read_files', { paths: ['a.txt', 'b.txt'] }));
+        await store.putDedupe('s1', 'r1', dedupe('c', 'read_files', { paths: ['c.txt'] }));
+        await store.putDedupe('s1', 'r1', dedupe('none', 'read_files'));
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'read_files', paths: ['b.txt', 'z.txt'] })).toBe(1);
+        expect(await store.findDedupe('s1', 'r1', 'ab')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'c')).not.toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'none')).not.toBeNull();
+      });
+
+      it('drops nothing for an empty paths list', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('a', 'read_files', { paths: ['a.txt'] }));
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'read_files', paths: [] })).toBe(0);
+        expect(await store.findDedupe('s1', 'r1', 'a')).not.toBeNull();
+      });
+
+      it('drops only within the run', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('a', 'find_files'));
+        await store.putDedupe('s1', 'r2', dedupe('a', 'find_files'));
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'find_files' })).toBe(1);
+        expect(await store.findDedupe('s1', 'r2', 'a')).not.toBeNull();
+      });
+    });
+
+    describe('result cache', () => {
+      const value = { output: { text: 'hi' }, callId: 'c1', round: 'rnd_1', storedAt: 1 };
+
+      it('finds a cached result before it expires', async () => {
+        await store.putCached('t1', 'fetch_page|x', value, 60_000);
+        expect(await store.findCached('t1', 'fetch_page|x')).toEqual(value);
+      });
+
+      it('finds nothing once the TTL has passed', async () => {
+        await store.putCached('t1', 'fetch_page|x', value, 80);
+        await sleep(250);
+        expect(await store.findCached('t1', 'fetch_page|x')).toBeNull();
+      });
+
+      it('never shares an entry between tenants', async () => {
+        await store.putCached('t1', 'fetch_page|x', value, 60_000);
+        expect(await store.findCached('t2', 'fetch_page|x')).toBeNull();
+      });
+    });
+
+    describe('results and history', () => {
+      it('records a call once however often it is committed', async () => {
+        const e = entry('rnd_1', 'c1', 'calculate');
+        expect(await store.recordResult('s1', 0, e)).toBe(true);
+        expect(await store.recordResult('s1', 0, e)).toBe(false);
+        expect(await store.history('s1')).toEqual([e]);
+      });
+
+      it('records two calls of one round with different indexes', async () => {
+        expect(await store.recordResult('s1', 0, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
+        expect(await store.recordResult('s1', 1, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
+        expect(await store.history('s1')).toHaveLength(2);
+      });
+
+      it('returns history oldest first, and one tool on request', async () => {
+        const a = entry('rnd_1', 'c1', 'read_files');
+        const b = entry('rnd_1', 'c2', 'calculate', { status: 'error', error: { code: 'timeout', message: 't' } });
+        const c = entry('rnd_2', 'c3', 'read_files', { status: 'deduped', dedupedFrom: 'c1' });
+        await store.recordResult('s1', 0, a);
+        await store.recordResult('s1', 1, b);
+        await store.recordResult('s1', 0, c);
+        expect(await store.history('s1')).toEqual([a, b, c]);
+        expect(await store.history('s1', 'read_files')).toEqual([a, c]);
+        expect(await store.history('s1', 'calculate')).toEqual([b]);
+        expect(await store.history('s1', 'edit_file')).toEqual([]);
+      });
+
+      it('keeps histories apart per session', async () => {
+        await store.recordResult('s1', 0, entry('rnd_1', 'c1', 'calculate'));
+        expect(await store.history('s2')).toEqual([]);
+        expect(await store.recordResult('s2', 0, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
+      });
+    });
+
+    describe('rounds', () => {
+      const begin = (round: string, idempotencyKey: string | undefined, callsHash = 'h1', run = 'r1') =>
+        store.beginRound({ session: 's1', run, round, idempotencyKey, callsHash });
+
+      it('starts a new running round without an idempotency key', async () => {
+        const res = await begin('rnd_1', undefined);
+        expect(res.kind).toBe('new');
+        expect(res.record).toMatchObject({
+          round: 'rnd_1',
+          session: 's1',
+          run: 'r1',
+          callsHash: 'h1',
+          state: 'running',
+        });
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toEqual(res.record);
+      });
+
+      it('returns the first round for a retry with the same key and calls', async () => {
+        const first = await begin('rnd_1', 'key-1');
+        const retry = await begin('rnd_2', 'key-1');
+        expect(first.kind).toBe('new');
+        expect(retry).toEqual({ kind: 'existing', record: first.record });
+        expect(await store.getRound('s1', 'r1', 'rnd_2')).toBeNull();
+      });
+
+      it('reports a conflict for the same key with different calls', async () => {
+        await begin('rnd_1', 'key-1', 'h1');
+        const other = await begin('rnd_2', 'key-1', 'h2');
+        expect(other.kind).toBe('conflict');
+        expect(other.record.round).toBe('rnd_1');
+      });
+
+      it('scopes idempotency keys to the run', async () => {
+        await begin('rnd_1', 'key-1', 'h1', 'r1');
+        expect((await begin('rnd_2', 'key-1', 'h1', 'r2')).kind).toBe('new');
+      });
+
+      it('stores the response when a round finishes, and a retry sees it', async () => {
+        await begin('rnd_1', 'key-1');
+        const response = { round: 'rnd_1', results: [result('c1', 'calculate')] };
+        await store.finishRound('s1', 'r1', 'rnd_1', response);
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'done', response });
+        const retry = await begin('rnd_9', 'key-1');
+        expect(retry.kind).toBe('existing');
+        expect(retry.record).toMatchObject({ round: 'rnd_1', state: 'done', response });
+      });
+
+      it('knows nothing of a round never begun, even after finishRound', async () => {
+        expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
+        await store.finishRound('s1', 'r1', 'rnd_x', { round: 'rnd_x', results: [] });
+        expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
+      });
+    });
+
+    it('answers ping', async () => {
+      expect(await store.ping()).toBe(true);
+    });
+  });
+}
+
+function session(id: string, over: Partial<SessionState> = {}): SessionState {
+  return {
+    id,
+    provider: 'openai',
+    tenant: 'default',
+    autoApprove: [],
+    clientTools: [],
+    loaded: ['find_tools', 'run_tool'],
+    fetched: [],
+    workspace: `/tmp/ws/${id}`,
+    createdAt: 1_700_000_000_000,
+    updatedAt: 1_700_000_000_000,
+    ...over,
+  };
+}
+
+function dedupe(key: string, tool: string, over: Partial<DedupeEntry> = {}): DedupeEntry {
+  return { key, tool, callId: 'c1', round: 'rnd_1', output: { ok: true }, ...over };
+}
+
+function result(id: string, name: string, over: Partial<CallResult> = {}): CallResult {
+  return { id, name, status: 'ok', output: { value: 1 }, durationMs: 3, ...over };
+}
+
+function entry(round: string, id: string, name: string, over: Partial<CallResult> = {}): HistoryEntry {
+  return { ...result(id, name, over), round, run: 'r1', at: '2024-01-01T00:00:00.000Z' };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,78 @@
+/**
+ * Redis key names, all under TD_PREFIX. Keys of one session share the `{s:<session>}` hash tag
+ * (one Redis Cluster slot, so pipelines and Lua over them work on a cluster); the result cache
+ * is tenant-scoped under `{t:<tenant>}`; worker liveness lives under `{w}`; a coordinator's
+ * results stream under `{c:<coordinator>}`. Ids never contain braces (ID_PATTERN), so the
+ * first `{…}` of a key is always its hash tag.
+ */
+export interface RedisKeys {
+  readonly prefix: string;
+  /** Hash: the session's state (`state` JSON) plus `f:<tool>`/`a:<tool>` fields for fetched / auto-approved. */
+  session(session: string): string;
+  /** Set of `<round>|<callIndex>` already committed (DESIGN.md pass 3: commit is idempotent). */
+  committed(session: string): string;
+  /** List of every recorded result (JSON), oldest first. */
+  history(session: string): string;
+  /** List of one tool's recorded results (JSON), oldest first. */
+  toolHistory(session: string, tool: string): string;
+  /** Hash: dedupe key → DedupeEntry JSON, for one run. */
+  dedupe(session: string, run: string): string;
+  /** Hash: dedupe key → `{tool, paths}` JSON, so invalidation never decodes outputs. */
+  dedupeMeta(session: string, run: string): string;
+  /** Hash: a round's record (`record`, `state`, `response`). */
+  round(session: string, run: string, round: string): string;
+  /** String: `<round>|<callsHash>` claimed by an idempotency key in a run. */
+  idempotency(session: string, run: string, key: string): string;
+  /** Stream: the session's events, trimmed to the replay window. */
+  events(session: string): string;
+  /** Hash: confirmationId → PendingConfirmation JSON, for those waiting. */
+  confirmPending(session: string): string;
+  /** Hash: confirmationId → Decision JSON, for those decided (read by a requester that missed the message). */
+  confirmDecided(session: string): string;
+  /** String: a job's ExecOutcome JSON, written once by the worker that ran it (or reported it lost). */
+  outcome(session: string, jobId: string): string;
+  /** String: present when the coordinator cancelled the job, checked by a worker before it starts. */
+  cancel(session: string, jobId: string): string;
+  /** String: a cached result, tenant-scoped. */
+  cache(tenant: string, key: string): string;
+  /** Stream (consumer group): outcomes for one coordinator's pending calls. */
+  results(coordinatorId: string): string;
+  /** Sorted set: worker id scored by the epoch ms its liveness expires. */
+  workersAlive(): string;
+  /** String: a worker's announcement (`WorkerAnnouncement` JSON), with a TTL. */
+  worker(workerId: string): string;
+  /** Pub/sub channel: `CancelMessage` JSON to every worker. */
+  cancelChannel(): string;
+  /** Pub/sub channel: confirmation decisions to every coordinator. */
+  confirmChannel(): string;
+}
+
+/** Key names for one deployment prefix (TD_PREFIX). */
+export function redisKeys(prefix: string): RedisKeys {
+  const s = (session: string) => `${prefix}:{s:${session}}`;
+  return {
+    prefix,
+    session: (session) => `${s(session)}:session`,
+    committed: (session) => `${s(session)}:committed`,
+    history: (session) => `${s(session)}:history`,
+    toolHistory: (session, tool) => `${s(session)}:hist:${tool}`,
+    dedupe: (session, run) => `${s(session)}:dedupe:${run}`,
+    dedupeMeta: (session, run) => `${s(session)}:dedupe-meta:${run}`,
+    round: (session, run, round) => `${s(session)}:round:${run}:${round}`,
+    idempotency: (session, run, key) => `${s(session)}:idem:${run}:${key}`,
+    events: (session) => `${s(session)}:events`,
+    confirmPending: (session) => `${s(session)}:confirm:pending`,
+    confirmDecided: (session) => `${s(session)}:confirm:decided`,
+    outcome: (session, jobId) => `${s(session)}:outcome:${jobId}`,
+    cancel: (session, jobId) => `${s(session)}:cancel:${jobId}`,
+    cache: (tenant, key) => `${prefix}:{t:${tenant}}:cache:${key}`,
+    results: (coordinatorId) => `${prefix}:{c:${coordinatorId}}:results`,
+    workersAlive: () => `${prefix}:{w}:alive`,
+    worker: (workerId) => `${prefix}:{w}:worker:${workerId}`,
+    cancelChannel: () => `${prefix}:cancel`,
+    confirmChannel: () => `${prefix}:confirm`,
+  };
+}
+
+/** Sliding TTL of session-scoped state (sessions, histories, dedupe maps, rounds), refreshed on write. */
+export const SESSION_TTL_MS = 7 * 24 * 60 * 60_000;

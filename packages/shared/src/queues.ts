@@ -1,0 +1,106 @@
+import type { ExecJob, ExecOutcome, QueueClass } from './execution.js';
+import { ERROR_CODES, type ErrorCode } from './result.js';
+
+/**
+ * BullMQ queue names. BullMQ's own `prefix` option carries TD_PREFIX; the braces make each
+ * queue's keys one Redis Cluster slot, as BullMQ requires on a cluster. No colons (BullMQ).
+ */
+export const QUEUE_NAMES = {
+  concurrent: '{td-concurrent}',
+  serial: '{td-serial}',
+} as const satisfies Record<QueueClass, string>;
+
+/** Lock of an active job; a worker that dies loses it after this long (BullMQ `lockDuration`). */
+export const JOB_LOCK_MS = 5_000;
+/** How often workers look for jobs whose lock expired (BullMQ `stalledInterval`). */
+export const STALLED_INTERVAL_MS = 5_000;
+/**
+ * DESIGN.md failure semantics: a concurrent (read-only) call whose worker dies is retried once;
+ * a serial (side-effecting) one is never re-run.
+ */
+export const MAX_STALLED = { concurrent: 1, serial: 0 } as const satisfies Record<QueueClass, number>;
+/** BullMQ's failedReason for a job that stalled more than `maxStalledCount` times. */
+export const STALLED_REASON = 'job stalled more than allowable limit';
+
+/** How often a worker announces its handlers and that it is alive. */
+export const WORKER_HEARTBEAT_MS = 2_000;
+/** A worker not heard from for this long counts as gone. */
+export const WORKER_TTL_MS = 3 * WORKER_HEARTBEAT_MS;
+/** How long a job's outcome stays readable (by a recovering coordinator, or a repeated enqueue). */
+export const OUTCOME_TTL_MS = 24 * 60 * 60_000;
+/** How long finished jobs stay in BullMQ (so an enqueue with the same job id is a no-op). */
+export const FINISHED_JOB_RETENTION_S = 60 * 60;
+/** How long a cancellation mark waits for a worker that has not started the job yet. */
+export const CANCEL_TTL_MS = 10 * 60_000;
+/** A results stream no coordinator reads expires after this. */
+export const RESULTS_STREAM_TTL_MS = 24 * 60 * 60_000;
+
+/** The BullMQ payload of one call: the job plus where to send its outcome. */
+export interface QueuedJob {
+  job: ExecJob;
+  /** Key of the owning coordinator's results stream (RedisKeys.results). */
+  replyTo: string;
+  coordinator: string;
+}
+
+/** Published on RedisKeys.cancelChannel: abort that job wherever it runs. */
+export interface CancelMessage {
+  jobId: string;
+  queue: QueueClass;
+}
+
+/** What a worker announces on each heartbeat (RedisKeys.worker). */
+export interface WorkerAnnouncement {
+  id: string;
+  handlers: string[];
+  concurrency: number;
+  pid: number;
+  host: string;
+  startedAt: number;
+  at: number;
+}
+
+/** Idempotent enqueue: one BullMQ job id per (round, call index). BullMQ forbids ':' in custom ids. */
+export function jobIdFor(round: string, callIndex: number): string {
+  if (round.includes(':'))
+    throw new Error(`round id ${JSON.stringify(round)} contains ':', which BullMQ job ids cannot`);
+  return `${round}-${callIndex}`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Narrows a BullMQ job's data to a QueuedJob; undefined when it is not one. */
+export function parseQueuedJob(data: unknown): QueuedJob | undefined {
+  if (!isObject(data) || typeof data.replyTo !== 'string' || typeof data.coordinator !== 'string') return undefined;
+  const job = data.job;
+  if (!isObject(job)) return undefined;
+  const strings = ['session', 'tenant', 'run', 'round', 'callId', 'name', 'workspace'] as const;
+  if (strings.some((k) => typeof job[k] !== 'string')) return undefined;
+  if (typeof job.callIndex !== 'number' || typeof job.timeoutMs !== 'number' || !isObject(job.args)) return undefined;
+  if (job.queue !== 'concurrent' && job.queue !== 'serial') return undefined;
+  return data as unknown as QueuedJob;
+}
+
+/** Narrows a decoded outcome (from a results message or an outcome key); undefined when malformed. */
+export function parseOutcome(value: unknown): ExecOutcome | undefined {
+  if (!isObject(value) || typeof value.durationMs !== 'number') return undefined;
+  if (value.status === 'ok' && typeof value.ranOn === 'string') return { output: undefined, ...value } as ExecOutcome;
+  if (
+    value.status === 'error' &&
+    typeof value.message === 'string' &&
+    (ERROR_CODES as readonly string[]).includes(value.code as string)
+  ) {
+    return value as ExecOutcome & { code: ErrorCode };
+  }
+  return undefined;
+}
+
+/** Decodes JSON text, undefined when it does not parse. */
+export function tryParseJson(text: string | null | undefined): unknown {
+  if (text === null || text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
