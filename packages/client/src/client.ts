@@ -1,0 +1,333 @@
+import { TdApiError } from './errors.js';
+import { type RawSseEvent, SseParser } from './sse-parser.js';
+import type {
+  AnthropicRoundResponse,
+  AnthropicTool,
+  Call,
+  CatalogEntry,
+  Confirmation,
+  ConfirmationAnswer,
+  HistoryEntry,
+  NeutralTool,
+  OpenAiRoundResponse,
+  OpenAiTool,
+  RoundResponse,
+  Session,
+  SessionInput,
+  TdEvent,
+  ToolsResponse,
+  WireFormat,
+} from './types.js';
+
+type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
+
+export interface TdClientOptions {
+  /** The coordinator, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** TD_API_TOKEN of the coordinator, sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /**
+   * fetch to use (default: the global one). Rounds waiting on a person may take minutes; Node's
+   * built-in fetch gives up waiting for response headers after 300 s, so pass one with a longer
+   * headers timeout when confirmations can take that long.
+   */
+  fetch?: FetchLike;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface SubmitRoundOptions extends RequestOptions {
+  /** Makes a retry safe: the same key in the same run returns the first submission's round. */
+  idempotencyKey?: string;
+  format?: WireFormat;
+}
+
+export interface EventsOptions {
+  /** Resume after this event id (what the last event you handled carried). */
+  lastEventId?: string;
+  /** Stops the stream; the iterator then ends without an error. */
+  signal?: AbortSignal;
+  /** Reconnect with Last-Event-ID when the connection drops (default true). */
+  reconnect?: boolean;
+  /** Wait before reconnecting, unless the server sent `retry:` (default 1000 ms). */
+  retryMs?: number;
+}
+
+const EVENT_NAMES: ReadonlySet<string> = new Set([
+  'round.started',
+  'confirm.requested',
+  'tool.result',
+  'round.completed',
+]);
+
+const enc = encodeURIComponent;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function toEvent(raw: RawSseEvent): TdEvent | undefined {
+  if (raw.id === undefined || !EVENT_NAMES.has(raw.event)) return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(raw.data);
+  } catch {
+    return undefined;
+  }
+  if (typeof data !== 'object' || data === null) return undefined;
+  // The server is the contract's source of truth for the payload's fields.
+  return { id: raw.id, name: raw.event, data } as TdEvent;
+}
+
+/** Typed client of the coordinator's HTTP API (API.md). Zero dependencies; fetch-based. */
+export class TdClient {
+  private readonly baseUrl: string;
+  private readonly fetchImpl: FetchLike;
+  private readonly headers: Record<string, string>;
+
+  constructor(options: TdClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
+    this.headers = { ...options.headers };
+    if (options.token) this.headers.authorization = `Bearer ${options.token}`;
+  }
+
+  /** Creates or updates a session. */
+  putSession(session: string, input: SessionInput, options: RequestOptions = {}): Promise<Session> {
+    return this.json('PUT', `/v1/sessions/${enc(session)}`, { ...options, body: input });
+  }
+
+  /** Reads a session back; TdApiError 404 when it does not exist. */
+  getSession(session: string, options: RequestOptions = {}): Promise<Session> {
+    return this.json('GET', `/v1/sessions/${enc(session)}`, options);
+  }
+
+  /** The tools array for the model's next request, and the turn-context text. */
+  tools(session: string, options?: RequestOptions & { format?: 'neutral' }): Promise<ToolsResponse<NeutralTool>>;
+  tools(session: string, options: RequestOptions & { format: 'openai' }): Promise<ToolsResponse<OpenAiTool>>;
+  tools(session: string, options: RequestOptions & { format: 'anthropic' }): Promise<ToolsResponse<AnthropicTool>>;
+  tools(
+    session: string,
+    options: RequestOptions & { format?: WireFormat } = {},
+  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | AnthropicTool>> {
+    return this.json('GET', `/v1/sessions/${enc(session)}/tools${formatQuery(options.format)}`, options);
+  }
+
+  /** Submits a round and waits for its results (confirmations included). */
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
+    options?: SubmitRoundOptions & { format?: 'neutral' },
+  ): Promise<RoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
+    options: SubmitRoundOptions & { format: 'openai' },
+  ): Promise<OpenAiRoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
+    options: SubmitRoundOptions & { format: 'anthropic' },
+  ): Promise<AnthropicRoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
+    options: SubmitRoundOptions = {},
+  ): Promise<RoundResponse | OpenAiRoundResponse | AnthropicRoundResponse> {
+    const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    return this.json('POST', path, { ...options, headers, body: { calls } });
+  }
+
+  /** Cancels a run; the number of calls that ended `cancelled`. */
+  async cancelRun(session: string, run: string, options: RequestOptions = {}): Promise<number> {
+    const body = await this.json<{ cancelled: number }>(
+      'DELETE',
+      `/v1/sessions/${enc(session)}/runs/${enc(run)}`,
+      options,
+    );
+    return body.cancelled;
+  }
+
+  /** Pending confirmations of the session. */
+  async confirmations(session: string, options: RequestOptions = {}): Promise<Confirmation[]> {
+    const body = await this.json<{ confirmations: Confirmation[] }>(
+      'GET',
+      `/v1/sessions/${enc(session)}/confirmations`,
+      options,
+    );
+    return body.confirmations;
+  }
+
+  /** Answers a confirmation by its confirmationId, or by a callId only one pending confirmation has. */
+  answerConfirmation(
+    session: string,
+    idOrCallId: string,
+    decision: { approve: boolean; remember?: boolean },
+    options: RequestOptions = {},
+  ): Promise<ConfirmationAnswer> {
+    return this.json('POST', `/v1/sessions/${enc(session)}/confirmations/${enc(idOrCallId)}`, {
+      ...options,
+      body: decision,
+    });
+  }
+
+  /** Every result recorded in the session (or one tool's), oldest first. */
+  async history(session: string, options: RequestOptions & { tool?: string } = {}): Promise<HistoryEntry[]> {
+    const query = options.tool === undefined ? '' : `?tool=${enc(options.tool)}`;
+    const body = await this.json<{ results: HistoryEntry[] }>(
+      'GET',
+      `/v1/sessions/${enc(session)}/history${query}`,
+      options,
+    );
+    return body.results;
+  }
+
+  /** The catalog: every tool definition the coordinator knows. */
+  async catalog(options: RequestOptions = {}): Promise<CatalogEntry[]> {
+    const body = await this.json<{ tools: CatalogEntry[] }>('GET', '/v1/tools', options);
+    return body.tools;
+  }
+
+  /** GET /healthz answered 200. */
+  async health(options: RequestOptions = {}): Promise<boolean> {
+    const res = await this.send('GET', '/healthz', options);
+    await res.body?.cancel();
+    return res.ok;
+  }
+
+  /** GET /readyz: true on 200, false on 503. */
+  async ready(options: RequestOptions = {}): Promise<boolean> {
+    const res = await this.send('GET', '/readyz', options);
+    const text = await res.text();
+    if (res.status === 200) return true;
+    if (res.status === 503) return false;
+    throw TdApiError.fromResponse(res.status, text);
+  }
+
+  /** GET /metrics, Prometheus text. */
+  async metrics(options: RequestOptions = {}): Promise<string> {
+    const res = await this.send('GET', '/metrics', options);
+    const text = await res.text();
+    if (!res.ok) throw TdApiError.fromResponse(res.status, text);
+    return text;
+  }
+
+  /**
+   * The session's events as an async iterator. On a dropped connection it reconnects with
+   * Last-Event-ID, so the server replays what was missed (15-minute window). Break out of the
+   * loop or abort `signal` to stop; a 4xx (unknown session, bad token) throws TdApiError.
+   */
+  async *events(session: string, options: EventsOptions = {}): AsyncGenerator<TdEvent, void, undefined> {
+    const stop = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
+    const reconnect = options.reconnect ?? true;
+    const path = `/v1/sessions/${enc(session)}/events`;
+    let lastEventId = options.lastEventId;
+    let retryMs = options.retryMs ?? 1000;
+    try {
+      while (!signal.aborted) {
+        const headers: Record<string, string> = { accept: 'text/event-stream' };
+        if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+        let res: Response;
+        try {
+          res = await this.send('GET', path, { signal, headers });
+        } catch (e) {
+          if (signal.aborted) return;
+          if (!reconnect) throw e;
+          await sleep(retryMs, signal);
+          continue;
+        }
+        if (!res.ok) {
+          const error = TdApiError.fromResponse(res.status, await res.text().catch(() => ''));
+          if (!reconnect || res.status < 500) throw error;
+          await sleep(retryMs, signal);
+          continue;
+        }
+        const parser = new SseParser();
+        try {
+          for await (const raw of readEvents(res, parser)) {
+            if (raw.id !== undefined) lastEventId = raw.id;
+            const event = toEvent(raw);
+            if (event) yield event;
+          }
+        } catch (e) {
+          if (signal.aborted) return;
+          if (!reconnect) throw e;
+        }
+        if (!reconnect) return;
+        retryMs = parser.retryMs ?? retryMs;
+        await sleep(retryMs, signal);
+      }
+    } finally {
+      stop.abort();
+    }
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    options: RequestOptions & { headers?: Record<string, string>; body?: unknown },
+  ): Promise<Response> {
+    const headers: Record<string, string> = { ...this.headers, ...options.headers };
+    const init: RequestInit = { method, headers };
+    if (options.signal) init.signal = options.signal;
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(options.body);
+    }
+    return this.fetchImpl(`${this.baseUrl}${path}`, init);
+  }
+
+  private async json<T>(
+    method: string,
+    path: string,
+    options: RequestOptions & { headers?: Record<string, string>; body?: unknown },
+  ): Promise<T> {
+    const res = await this.send(method, path, {
+      ...options,
+      headers: { accept: 'application/json', ...options.headers },
+    });
+    const text = await res.text();
+    if (!res.ok) throw TdApiError.fromResponse(res.status, text);
+    return JSON.parse(text) as T;
+  }
+}
+
+function formatQuery(format: WireFormat | undefined): string {
+  return format === undefined || format === 'neutral' ? '' : `?format=${format}`;
+}
+
+/** Reads a response body as server-sent events until it ends. */
+async function* readEvents(res: Response, parser: SseParser): AsyncGenerator<RawSseEvent, void, undefined> {
+  if (!res.body) return;
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      yield* parser.push(decoder.decode(value, { stream: true }));
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,191 @@
+/** Wire types of the coordinator's HTTP API (API.md), kept apart from the server's packages. */
+
+export type Status = 'ok' | 'error' | 'deduped' | 'cached' | 'schema' | 'refused' | 'unknown' | 'invalid' | 'denied';
+export type ErrorCode = 'handler_error' | 'timeout' | 'worker_lost' | 'cancelled';
+
+export interface ResultError {
+  code: ErrorCode | 'refused' | 'unknown' | 'invalid' | 'denied';
+  message: string;
+  details?: unknown;
+}
+
+/** One call's result; `name` is the tool after unwrapping run_tool. */
+export interface CallResult {
+  id: string;
+  name: string;
+  status: Status;
+  output?: unknown;
+  error?: ResultError;
+  dedupedFrom?: string;
+  dedupedFromRound?: string;
+  durationMs: number;
+  ranOn?: string;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  concurrency?: 'concurrent' | 'serial';
+  confirm?: boolean;
+  timeoutMs?: number;
+  interactive?: boolean;
+}
+
+/** Native call: args an object, or a JSON string of one. */
+export interface NativeCall {
+  id: string;
+  name: string;
+  args: Record<string, unknown> | string;
+}
+
+/** OpenAI Chat Completions tool call. */
+export interface OpenAiCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** Anthropic Messages tool_use block. */
+export interface AnthropicCall {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export type Call = NativeCall | OpenAiCall | AnthropicCall;
+
+export interface SessionInput {
+  provider: 'openai' | 'anthropic' | 'claude-code' | (string & {});
+  tenant?: string;
+  autoApprove?: string[] | 'all';
+  clientTools?: ToolDefinition[];
+}
+
+export interface Session {
+  id: string;
+  provider: string;
+  tenant: string;
+  autoApprove: string[] | 'all';
+  clientTools: ToolDefinition[];
+  /** Tools the model may call directly. */
+  loaded: string[];
+  /** Tools whose schema the session has been shown. */
+  fetched: string[];
+  workspace: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type WireFormat = 'neutral' | 'openai' | 'anthropic';
+
+export interface NeutralTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface OpenAiTool {
+  type: 'function';
+  function: NeutralTool;
+}
+
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+export interface ToolsResponse<T> {
+  tools: T[];
+  /** Turn-context text naming the deferred tools. */
+  context: string;
+}
+
+export interface OpenAiToolMessage {
+  role: 'tool';
+  tool_call_id: string;
+  content: string;
+}
+
+export interface AnthropicToolResult {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error: boolean;
+}
+
+export interface RoundResponse {
+  round: string;
+  /** One per call, in call order. */
+  results: CallResult[];
+}
+
+export interface OpenAiRoundResponse extends RoundResponse {
+  messages: OpenAiToolMessage[];
+}
+
+export interface AnthropicRoundResponse extends RoundResponse {
+  content: AnthropicToolResult[];
+}
+
+export interface HistoryEntry extends CallResult {
+  round: string;
+  run: string;
+  /** Commit time, ISO 8601. */
+  at: string;
+}
+
+export interface CatalogEntry {
+  name: string;
+  description: string;
+  concurrency: 'concurrent' | 'serial';
+  confirm: boolean;
+  deferred: boolean;
+  cacheable: boolean;
+  parameters: Record<string, unknown>;
+}
+
+export interface Confirmation {
+  confirmationId: string;
+  round: string;
+  run: string;
+  callId: string;
+  name: string;
+  args: Record<string, unknown>;
+  /** Epoch ms; beyond API.md. */
+  createdAt?: number;
+}
+
+export interface ConfirmationAnswer {
+  confirmation: Confirmation;
+  approve: boolean;
+  remember: boolean;
+}
+
+interface EventBase<N extends string, D> {
+  /** Resume after this event with `lastEventId`. */
+  id: string;
+  name: N;
+  data: D;
+}
+
+export type RoundStartedEvent = EventBase<
+  'round.started',
+  { round: string; run: string; calls: Array<{ id: string; name: string }> }
+>;
+export type ConfirmRequestedEvent = EventBase<
+  'confirm.requested',
+  { round: string; run: string; callId: string; confirmationId: string; name: string; args: Record<string, unknown> }
+>;
+export type ToolResultEvent = EventBase<'tool.result', CallResult & { round: string; run: string }>;
+export type RoundCompletedEvent = EventBase<'round.completed', { round: string; run: string }>;
+
+/** An event of a session's stream (GET /v1/sessions/{session}/events). */
+export type TdEvent = RoundStartedEvent | ConfirmRequestedEvent | ToolResultEvent | RoundCompletedEvent;
+
+/** The error body every 4xx/5xx carries. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
