@@ -36,7 +36,11 @@ export interface ConfirmHub {
     options: { timeoutMs: number; signal: AbortSignal },
   ): Promise<Decision[]>;
   /** Answers by confirmationId, or by a callId that exactly one pending confirmation has. */
-  answer(session: string, idOrCallId: string, decision: { approve: boolean; remember: boolean }): Promise<AnswerOutcome>;
+  answer(
+    session: string,
+    idOrCallId: string,
+    decision: { approve: boolean; remember: boolean },
+  ): Promise<AnswerOutcome>;
   pending(session: string): Promise<PendingConfirmation[]>;
   close(): Promise<void>;
 }

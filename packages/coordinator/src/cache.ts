@@ -1,0 +1,49 @@
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key']);
+
+/** DESIGN.md step 7: requests carrying credentials are never cached. */
+export function hasCredentials(args: Record<string, unknown>): boolean {
+  const headers = args.headers;
+  if (headers && typeof headers === 'object') {
+    for (const name of Object.keys(headers)) {
+      const n = name.toLowerCase();
+      if (CREDENTIAL_HEADERS.has(n) || n.includes('token') || n.includes('secret') || n.includes('auth')) return true;
+    }
+  }
+  if (typeof args.url === 'string') {
+    try {
+      const u = new URL(args.url);
+      if (u.username || u.password) return true;
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
+
+/** Whether a call's result may be served from, and written to, the 30-minute result cache. */
+export function isCacheable(
+  tool: { cacheable: boolean } | undefined,
+  name: string,
+  args: Record<string, unknown>,
+): boolean {
+  if (!tool?.cacheable) return false;
+  if (name === 'http_request') {
+    const method = typeof args.method === 'string' ? args.method.toUpperCase() : 'GET';
+    if (method !== 'GET') return false;
+  }
+  return !hasCredentials(args);
+}
+
+/** DESIGN.md step 8: calls of a confirm-flagged tool wait for approval; http_request only when not GET. */
+export function needsConfirmation(
+  tool: { confirm: boolean } | undefined,
+  name: string,
+  args: Record<string, unknown>,
+): boolean {
+  if (!tool?.confirm) return false;
+  if (name === 'http_request') {
+    const method = typeof args.method === 'string' ? args.method.toUpperCase() : 'GET';
+    return method !== 'GET';
+  }
+  return true;
+}

@@ -1,0 +1,487 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  type CallResult,
+  type DispatchConfig,
+  type ExecJob,
+  type Executor,
+  hashCanonical,
+  isValidId,
+  newId,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
+import { Catalog, definitionProblem, sessionSpecs } from './catalog.js';
+import { commitRound } from './commit.js';
+import type { ConfirmHub, PendingConfirmation } from './confirm.js';
+import { MemoryConfirmHub } from './confirm-memory.js';
+import {
+  type CatalogView,
+  type Dispatcher,
+  RequestError,
+  type SessionInput,
+  type SubmitRoundInput,
+  type ToolsView,
+} from './dispatcher.js';
+import type { DispatchEvent, EventBus } from './events.js';
+import { MemoryEventBus } from './events-memory.js';
+import { executeCalls } from './execute.js';
+import { RunLimiter } from './limiter.js';
+import { getOrCreate } from './maps.js';
+import { normalizeCall } from './normalize-call.js';
+import { type PlannedCall, preflight } from './preflight.js';
+import { buildToolsView, initiallyFetched, loadedSet } from './session.js';
+import { MemoryStore } from './store/memory.js';
+import type { HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
+
+export interface EngineOptions {
+  config: DispatchConfig;
+  /** Pass 2's seam; embedded mode passes a LocalExecutor, distributed mode a QueueExecutor. */
+  executor: Executor;
+  store?: Store;
+  events?: EventBus;
+  confirmations?: ConfirmHub;
+  catalog?: Catalog;
+  /** User tools' definitions (their handlers live on the executor's side). */
+  tools?: readonly ToolDefinition[];
+  /** Workers alive (distributed mode); readiness needs at least one. */
+  workersAlive?: () => Promise<number>;
+  hooks?: EngineHooks;
+}
+
+/** Observation points for tracing and metrics; all optional. */
+export interface EngineHooks {
+  round?<T>(info: { session: string; run: string; round: string; calls: number }, fn: () => Promise<T>): Promise<T>;
+  pass?<T>(
+    name: 'preflight' | 'commit',
+    info: { session: string; run: string; round: string },
+    fn: () => Promise<T>,
+  ): Promise<T>;
+  execute?: NonNullable<Parameters<typeof executeCalls>[0]['observe']>;
+  /** Each committed result, with the call's resolved name. */
+  result?(result: CallResult, planned: PlannedCall): void;
+  roundsInProgress?(n: number): void;
+}
+
+interface ActiveRound {
+  promise: Promise<RoundResponse>;
+  controller: AbortController;
+}
+
+/** The coordinator's engine: the three passes over a Store, an Executor, events and confirmations. */
+export class Engine implements Dispatcher {
+  readonly config: DispatchConfig;
+  readonly store: Store;
+  readonly events: EventBus;
+  readonly confirmations: ConfirmHub;
+  readonly tools: Catalog;
+  readonly executor: Executor;
+  private readonly limiter: RunLimiter;
+  private readonly runs = new Map<string, AbortController>();
+  private readonly active = new Map<string, Set<ActiveRound>>();
+  private inFlight = 0;
+  private draining = false;
+  private readonly idle = new Set<() => void>();
+
+  constructor(private readonly options: EngineOptions) {
+    this.config = options.config;
+    this.executor = options.executor;
+    this.store = options.store ?? new MemoryStore();
+    this.events = options.events ?? new MemoryEventBus();
+    this.confirmations = options.confirmations ?? new MemoryConfirmHub();
+    this.tools = options.catalog ?? new Catalog();
+    for (const def of options.tools ?? []) this.tools.register(def);
+    this.limiter = new RunLimiter(this.config.maxConcurrentTools);
+  }
+
+  async putSession(session: string, input: SessionInput): Promise<SessionState> {
+    const tenant = input.tenant ?? 'default';
+    if (!isValidId(tenant))
+      throw new RequestError('invalid_request', `tenant ${JSON.stringify(tenant)} is not a valid id`);
+    const clientTools = input.clientTools ?? [];
+    const names = new Set<string>();
+    for (const def of clientTools) {
+      const problem = definitionProblem(def);
+      if (problem) throw new RequestError('invalid_request', `clientTools: ${problem}`);
+      if (names.has(def.name)) throw new RequestError('invalid_request', `clientTools: ${def.name} is defined twice`);
+      if (this.tools.get(def.name))
+        throw new RequestError('invalid_request', `clientTools: ${def.name} is already a tool of the catalog`);
+      names.add(def.name);
+    }
+    const workspace = path.resolve(this.config.workspaceRoot, tenant, session);
+    await mkdir(workspace, { recursive: true });
+    const prev = await this.store.getSession(session);
+    const now = Date.now();
+    const specs = sessionSpecs(this.tools, clientTools);
+    const fetched = new Set([...(prev?.fetched ?? []), ...initiallyFetched(input.provider, clientTools)]);
+    const state: SessionState = {
+      id: session,
+      provider: input.provider,
+      tenant,
+      autoApprove: input.autoApprove ?? prev?.autoApprove ?? [],
+      clientTools,
+      loaded: [...loadedSet(input.provider, specs, clientTools)],
+      fetched: [...fetched],
+      workspace,
+      createdAt: prev?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await this.store.putSession(state);
+    return state;
+  }
+
+  getSession(session: string): Promise<SessionState | null> {
+    return this.store.getSession(session);
+  }
+
+  private async requireSession(session: string): Promise<SessionState> {
+    const s = await this.store.getSession(session);
+    if (!s)
+      throw new RequestError(
+        'session_not_found',
+        `session ${session} does not exist; create it with PUT /v1/sessions/${session}`,
+      );
+    return s;
+  }
+
+  private async runnable(state: SessionState): Promise<Set<string>> {
+    const names = new Set(await this.executor.handlerNames());
+    for (const t of state.clientTools) names.delete(t.name);
+    return names;
+  }
+
+  async toolsFor(session: string): Promise<ToolsView> {
+    const state = await this.requireSession(session);
+    const specs = sessionSpecs(this.tools, state.clientTools);
+    return buildToolsView(state.provider, specs, await this.runnable(state));
+  }
+
+  async submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
+    if (this.draining)
+      throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
+    const state = await this.requireSession(input.session);
+    const round = newId('rnd');
+    const begin = await this.store.beginRound({
+      session: input.session,
+      run: input.run,
+      round,
+      idempotencyKey: input.idempotencyKey,
+      callsHash: hashCanonical(input.calls),
+    });
+    if (begin.kind === 'conflict')
+      throw new RequestError(
+        'idempotency_conflict',
+        `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
+      );
+    if (begin.kind === 'existing') return this.awaitRound(input.session, input.run, begin.record.round, input.signal);
+    return this.track(input.session, input.run, (controller) => this.runRound(state, input, round, controller));
+  }
+
+  /** Waits for a round started elsewhere (a retry with the same Idempotency-Key) and returns its answer. */
+  private async awaitRound(session: string, run: string, round: string, signal?: AbortSignal): Promise<RoundResponse> {
+    for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
+      const rec = await this.store.getRound(session, run, round);
+      if (rec?.state === 'done' && rec.response) return rec.response;
+      if (signal?.aborted) throw new RequestError('invalid_request', 'the request was aborted');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  private async track(
+    session: string,
+    run: string,
+    fn: (c: AbortController) => Promise<RoundResponse>,
+  ): Promise<RoundResponse> {
+    const runKey = `${session}\u0000${run}`;
+    let controller = this.runs.get(runKey);
+    if (!controller || controller.signal.aborted) {
+      controller = new AbortController();
+      this.runs.set(runKey, controller);
+    }
+    const set = getOrCreate(this.active, runKey, () => new Set<ActiveRound>());
+    this.inFlight++;
+    this.options.hooks?.roundsInProgress?.(this.inFlight);
+    const entry: ActiveRound = { promise: fn(controller), controller };
+    set.add(entry);
+    try {
+      return await entry.promise;
+    } finally {
+      set.delete(entry);
+      if (set.size === 0) {
+        this.active.delete(runKey);
+        if (this.runs.get(runKey) === controller) this.runs.delete(runKey);
+      }
+      this.inFlight--;
+      this.options.hooks?.roundsInProgress?.(this.inFlight);
+      if (this.inFlight === 0) for (const f of this.idle) f();
+    }
+  }
+
+  private async runRound(
+    state: SessionState,
+    input: SubmitRoundInput,
+    round: string,
+    controller: AbortController,
+  ): Promise<RoundResponse> {
+    const { session, run } = input;
+    const hooks = this.options.hooks;
+    const info = { session, run, round };
+    const body = async (): Promise<RoundResponse> => {
+      const calls = input.calls.map(normalizeCall);
+      await this.events.publish(session, 'round.started', {
+        round,
+        run,
+        calls: calls.map((c) => ({
+          id: c.id,
+          name: c.name === 'run_tool' && typeof c.args?.name === 'string' ? c.args.name : c.name,
+        })),
+      });
+      const planned = await (hooks?.pass
+        ? hooks.pass('preflight', info, () => this.preflight(state, run, calls))
+        : this.preflight(state, run, calls));
+      await this.gate(state, run, round, planned, controller.signal);
+      const results = await this.execute(state, run, round, planned, controller.signal);
+      const commit = () =>
+        commitRound({
+          store: this.store,
+          events: this.events,
+          session,
+          tenant: state.tenant,
+          run,
+          round,
+          planned,
+          results,
+        });
+      await (hooks?.pass ? hooks.pass('commit', info, commit) : commit());
+      if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
+      const response: RoundResponse = { round, results };
+      await this.store.finishRound(session, run, round, response);
+      await this.events.publish(session, 'round.completed', { round, run });
+      return response;
+    };
+    return hooks?.round ? hooks.round({ ...info, calls: input.calls.length }, body) : body();
+  }
+
+  private async preflight(
+    state: SessionState,
+    run: string,
+    calls: ReturnType<typeof normalizeCall>[],
+  ): Promise<PlannedCall[]> {
+    const specs = sessionSpecs(this.tools, state.clientTools);
+    const fetched = new Set(state.fetched);
+    const before = new Set(fetched);
+    const planned = await preflight(calls, {
+      provider: state.provider,
+      loaded: loadedSet(state.provider, specs, state.clientTools),
+      fetched,
+      specs,
+      runnable: await this.runnable(state),
+      autoApprove: state.autoApprove,
+      findDedupe: (key) => this.store.findDedupe(state.id, run, key),
+      findCached: (key) => this.store.findCached(state.tenant, key),
+    });
+    const added = [...fetched].filter((n) => !before.has(n));
+    if (added.length) await this.store.markFetched(state.id, added);
+    return planned;
+  }
+
+  /** DESIGN.md step 8: every confirmation of the round asked at once; nothing runs until all are answered. */
+  private async gate(
+    state: SessionState,
+    run: string,
+    round: string,
+    planned: PlannedCall[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    const asking = planned.filter((p) => p.decision.kind === 'run' && p.decision.needsConfirm);
+    if (asking.length === 0) return;
+    const items: PendingConfirmation[] = asking.map((p) => ({
+      confirmationId: newId('cf'),
+      session: state.id,
+      round,
+      run,
+      callId: p.call.id,
+      name: p.name,
+      args: p.args,
+      createdAt: Date.now(),
+    }));
+    const decided = this.confirmations.request(items, { timeoutMs: this.config.confirmTimeoutMs, signal });
+    for (const item of items) {
+      const { session: _s, createdAt: _c, ...data } = item;
+      await this.events.publish(state.id, 'confirm.requested', data);
+    }
+    const decisions = await decided;
+    asking.forEach((p, i) => {
+      const d = decisions[i];
+      if (!d || d.approve) return;
+      const message =
+        d.by === 'timeout'
+          ? `Nobody approved ${p.name} within ${this.config.confirmTimeoutMs} ms, so it did not run.`
+          : d.by === 'cancelled'
+            ? `The run was cancelled while ${p.name} waited for approval; it did not run.`
+            : `A person denied ${p.name}; it did not run. Do not retry it unchanged.`;
+      const result: CallResult =
+        d.by === 'cancelled'
+          ? { id: p.call.id, name: p.name, status: 'error', error: { code: 'cancelled', message }, durationMs: 0 }
+          : { id: p.call.id, name: p.name, status: 'denied', error: { code: 'denied', message }, durationMs: 0 };
+      p.decision = { kind: 'done', result };
+    });
+  }
+
+  private async execute(
+    state: SessionState,
+    run: string,
+    round: string,
+    planned: PlannedCall[],
+    signal: AbortSignal,
+  ): Promise<CallResult[]> {
+    const toRun = planned.filter((p) => p.decision.kind === 'run');
+    const ran = await executeCalls({
+      calls: toRun,
+      executor: this.executor,
+      limiter: this.limiter,
+      runKey: `${state.id}\u0000${run}`,
+      signal,
+      jobOf: (p): ExecJob => ({
+        session: state.id,
+        tenant: state.tenant,
+        run,
+        round,
+        callId: p.call.id,
+        callIndex: p.call.index,
+        name: p.name,
+        args: p.args,
+        workspace: state.workspace,
+        queue: p.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
+        timeoutMs:
+          typeof p.args.timeoutMs === 'number' && p.name === 'run_command'
+            ? p.args.timeoutMs
+            : (p.spec?.timeoutMs ?? 60_000),
+      }),
+      ...(this.options.hooks?.execute ? { observe: this.options.hooks.execute } : {}),
+    });
+    const results: CallResult[] = [];
+    for (const p of planned) {
+      const d = p.decision;
+      if (d.kind === 'done') results.push(d.result);
+      else if (d.kind === 'run') results.push(ran.get(p.call.index) as CallResult);
+      else results.push(followerResult(p, results[d.leader] as CallResult, round));
+    }
+    return results;
+  }
+
+  subscribe(
+    session: string,
+    lastEventId: string | undefined,
+    onEvent: (e: DispatchEvent) => void,
+  ): Promise<() => void> {
+    return this.events.subscribe(session, lastEventId, onEvent);
+  }
+
+  async pendingConfirmations(session: string): Promise<PendingConfirmation[]> {
+    await this.requireSession(session);
+    return this.confirmations.pending(session);
+  }
+
+  async answerConfirmation(
+    session: string,
+    idOrCallId: string,
+    decision: { approve: boolean; remember: boolean },
+  ): Promise<PendingConfirmation> {
+    await this.requireSession(session);
+    const out = await this.confirmations.answer(session, idOrCallId, decision);
+    if (out.kind === 'not_found')
+      throw new RequestError('confirmation_not_found', `nothing is pending under ${idOrCallId} in session ${session}`);
+    if (out.kind === 'ambiguous')
+      throw new RequestError(
+        'confirmation_ambiguous',
+        `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
+      );
+    if (decision.approve && decision.remember) {
+      // "Allow for this session": auto-approve the tool and approve its other pending confirmations.
+      await this.store.addAutoApprove(session, out.confirmation.name);
+      for (const other of await this.confirmations.pending(session)) {
+        if (other.name === out.confirmation.name)
+          await this.confirmations.answer(session, other.confirmationId, decision);
+      }
+    }
+    return out.confirmation;
+  }
+
+  async cancelRun(session: string, run: string): Promise<number> {
+    await this.requireSession(session);
+    const runKey = `${session}\u0000${run}`;
+    const rounds = [...(this.active.get(runKey) ?? [])];
+    for (const r of rounds) r.controller.abort(new Error('run cancelled'));
+    this.runs.get(runKey)?.abort(new Error('run cancelled'));
+    const settled = await Promise.allSettled(rounds.map((r) => r.promise));
+    let n = 0;
+    for (const s of settled) {
+      if (s.status === 'fulfilled')
+        n += s.value.results.filter((x) => x.status === 'error' && x.error?.code === 'cancelled').length;
+    }
+    return n;
+  }
+
+  async history(session: string, tool?: string): Promise<HistoryEntry[]> {
+    await this.requireSession(session);
+    return this.store.history(session, tool);
+  }
+
+  async catalog(): Promise<CatalogView[]> {
+    return this.tools.all().map((s) => ({
+      name: s.name,
+      description: s.description,
+      concurrency: s.concurrency,
+      confirm: s.confirm,
+      deferred: s.deferred,
+      cacheable: s.cacheable,
+      parameters: s.parameters,
+    }));
+  }
+
+  async ready(): Promise<boolean> {
+    if (!(await this.store.ping().catch(() => false))) return false;
+    if (this.options.workersAlive) return (await this.options.workersAlive().catch(() => 0)) > 0;
+    return true;
+  }
+
+  inFlightRounds(): number {
+    return this.inFlight;
+  }
+
+  async drain(): Promise<void> {
+    this.draining = true;
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.idle.delete(done);
+          resolve();
+        };
+        this.idle.add(done);
+      });
+    }
+    await this.confirmations.close();
+    await this.executor.close();
+    await this.events.close();
+    await this.store.close();
+  }
+}
+
+/** A repeat of an earlier call of the same round: deduped when the first is ok, else the first's outcome. */
+function followerResult(p: PlannedCall, leader: CallResult, round: string): CallResult {
+  if (leader.status === 'ok' || leader.status === 'deduped' || leader.status === 'cached') {
+    return {
+      id: p.call.id,
+      name: p.name,
+      status: 'deduped',
+      output: leader.output,
+      dedupedFrom: leader.status === 'deduped' && leader.dedupedFrom ? leader.dedupedFrom : leader.id,
+      dedupedFromRound: leader.status === 'deduped' && leader.dedupedFromRound ? leader.dedupedFromRound : round,
+      durationMs: 0,
+    };
+  }
+  const copy: CallResult = { id: p.call.id, name: p.name, status: leader.status, durationMs: 0 };
+  if (leader.error) copy.error = leader.error;
+  if (leader.output !== undefined) copy.output = leader.output;
+  return copy;
+}

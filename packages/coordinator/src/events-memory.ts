@@ -1,0 +1,48 @@
+import { EVENT_REPLAY_MS } from '@tool-dispatch/shared';
+import type { DispatchEvent, EventBus, EventName } from './events.js';
+import { getOrCreate } from './maps.js';
+
+/** Embedded-mode event streams: a per-session list trimmed to the replay window, plus live listeners. */
+export class MemoryEventBus implements EventBus {
+  private readonly logs = new Map<string, DispatchEvent[]>();
+  private readonly listeners = new Map<string, Set<(e: DispatchEvent) => void>>();
+  private seq = 0;
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly replayMs = EVENT_REPLAY_MS,
+  ) {}
+
+  async publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void> {
+    const event: DispatchEvent = { id: String(++this.seq), name, data, at: this.now() };
+    const log = getOrCreate(this.logs, session, () => []);
+    log.push(event);
+    const cutoff = this.now() - this.replayMs;
+    while (log.length > 0 && (log[0] as DispatchEvent).at < cutoff) log.shift();
+    for (const l of this.listeners.get(session) ?? []) l(event);
+  }
+
+  async subscribe(
+    session: string,
+    lastEventId: string | undefined,
+    onEvent: (event: DispatchEvent) => void,
+  ): Promise<() => void> {
+    if (lastEventId !== undefined) {
+      const after = Number(lastEventId);
+      const cutoff = this.now() - this.replayMs;
+      for (const e of this.logs.get(session) ?? []) {
+        if (Number(e.id) > (Number.isFinite(after) ? after : 0) && e.at >= cutoff) onEvent(e);
+      }
+    }
+    const set = getOrCreate(this.listeners, session, () => new Set<(e: DispatchEvent) => void>());
+    set.add(onEvent);
+    return () => {
+      set.delete(onEvent);
+      if (set.size === 0) this.listeners.delete(session);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
+}

@@ -1,0 +1,124 @@
+import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import type { DispatchEvent, EventBus, EventName } from './events.js';
+import type { RedisClient } from './store/redis.js';
+
+export interface RedisEventBusOptions {
+  /** A connection the caller owns; each subscription duplicates it for its blocking reads. */
+  redis: RedisClient;
+  /** TD_PREFIX. */
+  prefix: string;
+  /** Replay window (default EVENT_REPLAY_MS, 15 minutes). */
+  replayMs?: number;
+  /** Longest single XREAD BLOCK (default 5 s); unsubscribe does not wait for it. */
+  blockMs?: number;
+}
+
+const STREAM_ID = /^\d+-\d+$/;
+const READ_COUNT = 100;
+const RETRY_MS = 250;
+
+type StreamEntry = [id: string, fields: string[]];
+
+/**
+ * Per-session event streams in Redis: one stream per session, ids are stream ids (so they are
+ * monotonic across coordinators), trimmed with MINID to the replay window.
+ */
+export class RedisEventBus implements EventBus {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly replayMs: number;
+  private readonly blockMs: number;
+  private readonly stops = new Set<() => void>();
+
+  constructor(options: RedisEventBusOptions) {
+    this.redis = options.redis;
+    this.keys = redisKeys(options.prefix);
+    this.replayMs = options.replayMs ?? EVENT_REPLAY_MS;
+    this.blockMs = options.blockMs ?? 5_000;
+  }
+
+  async publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void> {
+    const key = this.keys.events(session);
+    const minId = Math.max(0, Date.now() - this.replayMs);
+    await this.redis
+      .multi()
+      .xadd(key, 'MINID', '~', String(minId), '*', 'name', name, 'data', JSON.stringify(data))
+      // An abandoned session's stream goes once nothing in it can be replayed.
+      .pexpire(key, this.replayMs + 60_000)
+      .exec();
+  }
+
+  async subscribe(
+    session: string,
+    lastEventId: string | undefined,
+    onEvent: (event: DispatchEvent) => void,
+  ): Promise<() => void> {
+    const key = this.keys.events(session);
+    let cursor: string;
+    if (lastEventId !== undefined && STREAM_ID.test(lastEventId)) {
+      const missed = (await this.redis.xrange(key, `(${lastEventId}`, '+')) as StreamEntry[];
+      const cutoff = Date.now() - this.replayMs;
+      cursor = lastEventId;
+      for (const entry of missed) {
+        cursor = entry[0];
+        const event = toEvent(entry);
+        if (event && event.at >= cutoff) deliver(onEvent, event);
+      }
+    } else {
+      // Start after the newest event now in the stream: anything published after we return is delivered.
+      const newest = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as StreamEntry[];
+      cursor = newest[0]?.[0] ?? '0-0';
+    }
+    const reader = this.redis.duplicate();
+    reader.on('error', () => {}); // reconnects on its own; the loop retries
+    let stopped = false;
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      this.stops.delete(stop);
+      reader.disconnect();
+    };
+    this.stops.add(stop);
+    const tail = async () => {
+      while (!stopped) {
+        try {
+          const reply = (await reader.xread('COUNT', READ_COUNT, 'BLOCK', this.blockMs, 'STREAMS', key, cursor)) as
+            | [string, StreamEntry[]][]
+            | null;
+          for (const entry of reply?.[0]?.[1] ?? []) {
+            if (stopped) return;
+            cursor = entry[0];
+            const event = toEvent(entry);
+            if (event) deliver(onEvent, event);
+          }
+        } catch {
+          if (!stopped) await new Promise((r) => setTimeout(r, RETRY_MS));
+        }
+      }
+    };
+    void tail();
+    return stop;
+  }
+
+  /** Ends every subscription; the caller's connection stays open. */
+  async close(): Promise<void> {
+    for (const stop of [...this.stops]) stop();
+  }
+}
+
+function toEvent([id, fields]: StreamEntry): DispatchEvent | undefined {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const name = map.get('name') as EventName | undefined;
+  const data = tryParseJson(map.get('data'));
+  if (!name || typeof data !== 'object' || data === null) return undefined;
+  return { id, name, data: data as Record<string, unknown>, at: Number(id.split('-')[0]) };
+}
+
+function deliver(onEvent: (event: DispatchEvent) => void, event: DispatchEvent): void {
+  try {
+    onEvent(event);
+  } catch {
+    // A listener's failure is its own; the stream goes on for the others.
+  }
+}

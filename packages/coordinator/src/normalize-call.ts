@@ -1,0 +1,97 @@
+import { MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '@tool-dispatch/shared';
+
+/** A call in the engine's one shape, whatever shape it arrived in. */
+export interface NormalCall {
+  index: number;
+  id: string;
+  /** The name as called (before unwrapping run_tool); '' when the call had none. */
+  name: string;
+  /** The args as an object, or undefined when they could not be read (see argsProblem). */
+  args: Record<string, unknown> | undefined;
+  argsProblem?: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Reads args that are an object or a JSON string of one (OpenAI style). */
+export function readArgs(raw: unknown): { args: Record<string, unknown> } | { problem: string } {
+  if (raw === undefined || raw === null || raw === '') return { args: {} };
+  let value = raw;
+  if (typeof raw === 'string') {
+    if (raw.length > MAX_ARGS_BYTES)
+      return { problem: `args are ${raw.length} bytes; the limit is ${MAX_ARGS_BYTES} bytes` };
+    try {
+      value = JSON.parse(raw);
+    } catch (e) {
+      return { problem: `args are not valid JSON (${e instanceof Error ? e.message : String(e)})` };
+    }
+  }
+  if (!isObject(value)) return { problem: `args must be a JSON object, got ${describeType(value)}` };
+  const problem = argsShapeProblem(value);
+  return problem ? { problem } : { args: value };
+}
+
+function describeType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return `a ${typeof v}`;
+}
+
+/** Size, depth and prototype-key limits on args (README "Limits"). */
+export function argsShapeProblem(args: Record<string, unknown>): string | undefined {
+  const depth = maxDepth(args, 0);
+  if (depth > MAX_ARGS_DEPTH) return `args are nested deeper than ${MAX_ARGS_DEPTH} levels`;
+  const bad = forbiddenKey(args);
+  if (bad) return `args contain the forbidden key "${bad}"`;
+  const bytes = Buffer.byteLength(JSON.stringify(args));
+  if (bytes > MAX_ARGS_BYTES) return `args are ${bytes} bytes; the limit is ${MAX_ARGS_BYTES} bytes`;
+  return undefined;
+}
+
+function maxDepth(v: unknown, d: number): number {
+  if (d > MAX_ARGS_DEPTH) return d;
+  if (Array.isArray(v)) return v.reduce<number>((m, x) => Math.max(m, maxDepth(x, d + 1)), d + 1);
+  if (isObject(v)) return Object.values(v).reduce<number>((m, x) => Math.max(m, maxDepth(x, d + 1)), d + 1);
+  return d;
+}
+
+function forbiddenKey(v: unknown): string | undefined {
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const k = forbiddenKey(x);
+      if (k) return k;
+    }
+  } else if (isObject(v)) {
+    for (const k of Object.keys(v)) {
+      if (k === '__proto__') return k;
+      const inner = forbiddenKey(v[k]);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Normalises one call of any of API.md's three shapes: native `{id, name, args}`, OpenAI
+ * `{id, type: 'function', function: {name, arguments}}`, Anthropic `{type: 'tool_use', id, name, input}`.
+ * The HTTP edge has already checked that `id` is a valid id.
+ */
+export function normalizeCall(raw: unknown, index: number): NormalCall {
+  const c = isObject(raw) ? raw : {};
+  const id = typeof c.id === 'string' ? c.id : `call-${index}`;
+  let name: unknown = c.name;
+  let rawArgs: unknown = c.args;
+  if (c.type === 'function' && isObject(c.function)) {
+    name = c.function.name;
+    rawArgs = c.function.arguments;
+  } else if (c.type === 'tool_use') {
+    rawArgs = c.input;
+  } else if (rawArgs === undefined && 'arguments' in c) {
+    rawArgs = c.arguments;
+  }
+  const call: NormalCall = { index, id, name: typeof name === 'string' ? name : '', args: undefined };
+  const read = readArgs(rawArgs);
+  if ('args' in read) call.args = read.args;
+  else call.argsProblem = read.problem;
+  return call;
+}

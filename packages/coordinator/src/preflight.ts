@@ -1,0 +1,237 @@
+import {
+  type CallResult,
+  callKey,
+  FAILURES,
+  type FailureKind,
+  type ToolSpec,
+  validateAgainst,
+} from '@tool-dispatch/shared';
+import { isCacheable, needsConfirmation } from './cache.js';
+import { definitionOf } from './catalog.js';
+import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
+import { findTools } from './find-tools.js';
+import { argsShapeProblem, type NormalCall, readArgs } from './normalize-call.js';
+import type { CachedResult, DedupeEntry, DedupeInvalidation } from './store/store.js';
+
+/** Tools the coordinator answers itself (no worker handler). */
+export const COORDINATOR_TOOLS = new Set(['find_tools']);
+
+/** What pass 1 decided for one call. */
+export type Decision =
+  | { kind: 'done'; result: CallResult }
+  | { kind: 'follow'; leader: number }
+  | { kind: 'run'; needsConfirm: boolean; output?: unknown };
+
+/** One call as pass 1 leaves it. */
+export interface PlannedCall {
+  call: NormalCall;
+  /** Resolved name (after unwrapping run_tool). */
+  name: string;
+  args: Record<string, unknown>;
+  spec: ToolSpec | undefined;
+  key: string;
+  dedupable: boolean;
+  cacheable: boolean;
+  /** Normalised paths a read_files call reads (kept with its dedupe entry). */
+  paths: string[] | undefined;
+  decision: Decision;
+}
+
+/** What pass 1 reads: the session's view of tools and the run's stored state. */
+export interface PreflightInput {
+  provider: string;
+  loaded: ReadonlySet<string>;
+  /** Mutated: schemas fetched by earlier calls of the round are fetched for later ones. */
+  fetched: Set<string>;
+  specs: ReadonlyMap<string, ToolSpec>;
+  /** Tools with a registered handler (workers), plus client tools. */
+  runnable: ReadonlySet<string>;
+  autoApprove: readonly string[] | 'all';
+  findDedupe(key: string): Promise<DedupeEntry | null>;
+  findCached(key: string): Promise<CachedResult | null>;
+}
+
+const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): Decision => {
+  const { status, code } = FAILURES[kind];
+  const error = details === undefined ? { code, message } : { code, message, details };
+  return { kind: 'done', result: { id: call.id, name, status, error, durationMs: 0 } };
+};
+
+function refusalHint(name: string, loaded: ReadonlySet<string>): string {
+  const label = name ? `"${name}"` : 'A call without a tool name';
+  if (loaded.has('run_tool')) {
+    return `${label} is not loaded in this session, so it cannot be called directly. Fetch its schema with find_tools({"names": ["${name}"]}), then call it through run_tool({"name": "${name}", "args": {...}}).`;
+  }
+  return `${label} is not a tool you can call in this session. Use find_tools to see which tools exist and fetch their schemas.`;
+}
+
+/**
+ * Pass 1 (DESIGN.md): goes through the calls in order, each through the eight steps, and
+ * decides for each: ended here (with a status), follows an identical earlier call, or runs.
+ */
+export async function preflight(calls: readonly NormalCall[], input: PreflightInput): Promise<PlannedCall[]> {
+  const planned: PlannedCall[] = [];
+  const leaders = new Map<string, number>();
+  /** Invalidations earlier calls of this round will cause if they run (lookahead for dedupe). */
+  const shadows: DedupeInvalidation[] = [];
+  for (const call of calls) {
+    const p = await preflightOne(call, input, { leaders, shadows, planned });
+    planned.push(p);
+    if (p.decision.kind === 'run') {
+      for (const inv of invalidationsOf(p.name, p.args, undefined)) {
+        shadows.push(inv);
+        for (const [key, idx] of leaders) {
+          const leader = planned[idx];
+          if (leader && covers(inv, leader.name, leader.paths)) leaders.delete(key);
+        }
+      }
+    }
+  }
+  return planned;
+}
+
+interface RoundState {
+  leaders: Map<string, number>;
+  shadows: DedupeInvalidation[];
+  planned: PlannedCall[];
+}
+
+async function preflightOne(call: NormalCall, input: PreflightInput, round: RoundState): Promise<PlannedCall> {
+  const base = (name: string, args: Record<string, unknown>, decision: Decision): PlannedCall => {
+    const spec = input.specs.get(name);
+    return {
+      call,
+      name,
+      args,
+      spec,
+      key: callKey(name, args),
+      dedupable: isDedupable(spec, name, args),
+      cacheable: isCacheable(spec, name, args),
+      paths: pathsRead(name, args),
+      decision,
+    };
+  };
+  let name = call.name;
+  let args = call.args;
+  let viaRunTool = false;
+
+  // Step 1: unwrap run_tool (only where it is loaded; under claude-code step 2 refuses it).
+  if (name === 'run_tool' && input.loaded.has('run_tool')) {
+    if (!args) return base(name, {}, stop(call, name, 'bad_args', `run_tool: ${call.argsProblem}`));
+    const inner = args.name;
+    if (typeof inner !== 'string' || inner === '')
+      return base(
+        name,
+        args,
+        stop(call, name, 'bad_run_tool', 'run_tool needs a string "name" naming the tool to call, and its "args".'),
+      );
+    if (inner === 'run_tool')
+      return base(name, args, stop(call, name, 'bad_run_tool', 'run_tool cannot call run_tool; name the tool itself.'));
+    const read = readArgs(args.args);
+    name = inner;
+    if ('problem' in read) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${read.problem}`));
+    args = read.args;
+    viaRunTool = true;
+  }
+
+  // Step 2: the loaded-set check, for direct calls (names that exist nowhere too).
+  if (!viaRunTool && !input.loaded.has(name))
+    return base(name, args ?? {}, stop(call, name, 'not_loaded', refusalHint(name, input.loaded)));
+  if (!args) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${call.argsProblem}`));
+  const shape = argsShapeProblem(args);
+  if (shape) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${shape}`));
+
+  const planned = base(name, args, { kind: 'run', needsConfirm: false });
+  const { spec } = planned;
+
+  // Step 3: dedupe, within the round and against the run's successful results.
+  if (planned.dedupable) {
+    const leader = round.leaders.get(planned.key);
+    if (leader !== undefined) return { ...planned, decision: { kind: 'follow', leader } };
+    round.leaders.set(planned.key, round.planned.length);
+    const shadowed = round.shadows.some((inv) => covers(inv, name, planned.paths));
+    const hit = shadowed ? null : await input.findDedupe(planned.key);
+    if (hit) {
+      const result: CallResult = {
+        id: call.id,
+        name,
+        status: 'deduped',
+        output: hit.output,
+        dedupedFrom: hit.callId,
+        dedupedFromRound: hit.round,
+        durationMs: 0,
+      };
+      return { ...planned, decision: { kind: 'done', result } };
+    }
+  }
+
+  // Step 4: a deferred schema not yet shown to this session.
+  if (spec && !input.fetched.has(name)) {
+    input.fetched.add(name);
+    const check = validateAgainst(spec.parameters, args);
+    const output: Record<string, unknown> = {
+      tool: definitionOf(spec),
+      message: `This is the schema of ${name}; it was not fetched before, so the call did not run. Call ${name} again with args that match tool.parameters.`,
+    };
+    if (!check.valid) output.problems = check.problems;
+    return {
+      ...planned,
+      decision: { kind: 'done', result: { id: call.id, name, status: 'schema', output, durationMs: 0 } },
+    };
+  }
+
+  // Step 5: existence: a definition and a handler somewhere.
+  if (!spec)
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_definition',
+        `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
+      ),
+    };
+  if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_handler',
+        `"${name}" is defined but no handler is registered for it right now, so it cannot run.`,
+      ),
+    };
+
+  // Step 6: validation against the tool's JSON schema.
+  const check = validateAgainst(spec.parameters, args);
+  if (!check.valid)
+    return {
+      ...planned,
+      decision: stop(call, name, 'bad_args', `Invalid args for ${name}: ${check.problems.join('; ')}.`, {
+        problems: check.problems,
+      }),
+    };
+
+  // Step 7: the result cache (valid calls of existing tools only).
+  if (planned.cacheable) {
+    const hit = await input.findCached(planned.key);
+    if (hit) {
+      const result: CallResult = { id: call.id, name, status: 'cached', output: hit.output, durationMs: 0 };
+      return { ...planned, decision: { kind: 'done', result } };
+    }
+  }
+
+  // find_tools is answered here, so later calls of the round see the schemas it fetches.
+  if (name === 'find_tools') {
+    const visible = [...input.specs.values()].filter(
+      (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name),
+    );
+    const output = findTools(visible, args);
+    for (const t of output.tools) input.fetched.add(t.name);
+    return { ...planned, decision: { kind: 'run', needsConfirm: false, output } };
+  }
+
+  // Step 8: the confirm gate (asked for all of the round at once, by the caller).
+  const approved = input.autoApprove === 'all' || input.autoApprove.includes(name);
+  return { ...planned, decision: { kind: 'run', needsConfirm: needsConfirmation(spec, name, args) && !approved } };
+}

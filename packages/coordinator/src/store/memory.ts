@@ -1,0 +1,144 @@
+import { getOrCreate } from '../maps.js';
+import type {
+  BeginRound,
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  RoundRecord,
+  RoundResponse,
+  SessionState,
+  Store,
+} from './store.js';
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** The embedded-mode Store: plain maps in this process, with the same rules as RedisStore. */
+export class MemoryStore implements Store {
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly dedupe = new Map<string, Map<string, DedupeEntry>>();
+  private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
+  private readonly histories = new Map<string, HistoryEntry[]>();
+  private readonly committed = new Set<string>();
+  private readonly rounds = new Map<string, RoundRecord>();
+  private readonly idempotency = new Map<string, string>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  async getSession(session: string): Promise<SessionState | null> {
+    const s = this.sessions.get(session);
+    return s ? clone(s) : null;
+  }
+
+  async putSession(state: SessionState): Promise<void> {
+    this.sessions.set(state.id, clone(state));
+  }
+
+  async markFetched(session: string, names: readonly string[]): Promise<void> {
+    const s = this.sessions.get(session);
+    if (!s) return;
+    for (const n of names) if (!s.fetched.includes(n)) s.fetched.push(n);
+  }
+
+  async addAutoApprove(session: string, tool: string): Promise<void> {
+    const s = this.sessions.get(session);
+    if (!s || s.autoApprove === 'all') return;
+    if (!s.autoApprove.includes(tool)) s.autoApprove.push(tool);
+  }
+
+  private runDedupe(session: string, run: string): Map<string, DedupeEntry> {
+    const k = `${session}\u0000${run}`;
+    const m = getOrCreate(this.dedupe, k, () => new Map<string, DedupeEntry>());
+    return m;
+  }
+
+  async findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null> {
+    const e = this.runDedupe(session, run).get(key);
+    return e ? clone(e) : null;
+  }
+
+  async putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void> {
+    this.runDedupe(session, run).set(entry.key, clone(entry));
+  }
+
+  async dropDedupe(session: string, run: string, invalidation: DedupeInvalidation): Promise<number> {
+    const m = this.runDedupe(session, run);
+    let dropped = 0;
+    for (const [key, e] of m) {
+      if (e.tool !== invalidation.tool) continue;
+      const covered = !invalidation.paths || (e.paths ?? []).some((p) => invalidation.paths?.includes(p));
+      if (covered) {
+        m.delete(key);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  async findCached(tenant: string, key: string): Promise<CachedResult | null> {
+    const k = `${tenant}\u0000${key}`;
+    const e = this.cache.get(k);
+    if (!e) return null;
+    if (e.expiresAt <= this.now()) {
+      this.cache.delete(k);
+      return null;
+    }
+    return clone(e.value);
+  }
+
+  async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
+    this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
+  }
+
+  async recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean> {
+    const claim = `${session}\u0000${entry.round}\u0000${callIndex}`;
+    if (this.committed.has(claim)) return false; // DESIGN.md pass 3: commit is idempotent
+    this.committed.add(claim);
+    const h = getOrCreate(this.histories, session, () => []);
+    h.push(clone(entry));
+    return true;
+  }
+
+  async history(session: string, tool?: string): Promise<HistoryEntry[]> {
+    const h = this.histories.get(session) ?? [];
+    return clone(tool === undefined ? h : h.filter((e) => e.name === tool));
+  }
+
+  async beginRound(input: {
+    session: string;
+    run: string;
+    round: string;
+    idempotencyKey: string | undefined;
+    callsHash: string;
+  }): Promise<BeginRound> {
+    const { session, run, round, idempotencyKey, callsHash } = input;
+    if (idempotencyKey !== undefined) {
+      const existingId = this.idempotency.get(`${session}\u0000${run}\u0000${idempotencyKey}`);
+      const existing = existingId ? this.rounds.get(`${session}\u0000${run}\u0000${existingId}`) : undefined;
+      if (existing)
+        return { kind: existing.callsHash === callsHash ? 'existing' : 'conflict', record: clone(existing) };
+      this.idempotency.set(`${session}\u0000${run}\u0000${idempotencyKey}`, round);
+    }
+    const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
+    this.rounds.set(`${session}\u0000${run}\u0000${round}`, record);
+    return { kind: 'new', record: clone(record) };
+  }
+
+  async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    if (!r) return;
+    r.state = 'done';
+    r.response = clone(response);
+  }
+
+  async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    return r ? clone(r) : null;
+  }
+
+  async ping(): Promise<boolean> {
+    return true;
+  }
+
+  async close(): Promise<void> {}
+}
