@@ -1,6 +1,6 @@
 import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import type { DispatchEvent, EventBus, EventName } from './events.js';
-import type { RedisClient } from './store/redis.js';
+import { duplicateClient, type RedisClient } from './store/redis.js';
 
 export interface RedisEventBusOptions {
   /** A connection the caller owns; each subscription duplicates it for its blocking reads. */
@@ -69,7 +69,7 @@ export class RedisEventBus implements EventBus {
       const newest = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as StreamEntry[];
       cursor = newest[0]?.[0] ?? '0-0';
     }
-    const reader = this.redis.duplicate();
+    const reader = duplicateClient(this.redis);
     reader.on('error', () => {}); // reconnects on its own; the loop retries
     let stopped = false;
     const stop = () => {

@@ -18,6 +18,7 @@ import type {
 } from './store.js';
 
 export type { RedisClient } from './lua/script.js';
+export { duplicateClient } from './lua/script.js';
 
 export interface RedisStoreOptions {
   /** A connection the caller owns (a node or a cluster); `close()` leaves it open. */

@@ -36,3 +36,8 @@ export async function runScript(
     return redis.eval(script.lua, keys.length, ...keys, ...args);
   }
 }
+
+/** A new connection with the same options (for blocking reads and pub/sub, which tie a connection up). */
+export function duplicateClient(redis: RedisClient): RedisClient {
+  return redis.isCluster ? (redis as Cluster).duplicate() : (redis as Redis).duplicate();
+}
