@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors.js';
 
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+/** `type/subtype` with optional parameters (RFC 9110 media-type, loosely). */
+const MEDIA_TYPE = new RegExp(`^\\s*${TOKEN}/${TOKEN}\\s*(;.*)?$`);
+
 /**
  * Parses every request body as JSON, whatever its Content-Type says (or when it has none):
  * agent backends send `application/json; charset=…`, `text/plain` or nothing at all, and a body
@@ -8,6 +12,12 @@ import { HttpError } from './errors.js';
  * Prototype keys in args are left to the engine, which answers that call `invalid`.
  */
 export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): void {
+  // fastify answers 415 for a Content-Type that is not even a media type; drop such a header so
+  // the body is judged by whether it parses.
+  app.addHook('onRequest', async function dropMalformedContentType(request) {
+    const type = request.raw.headers['content-type'];
+    if (type !== undefined && !MEDIA_TYPE.test(type)) delete request.raw.headers['content-type'];
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit }, function parseJsonBody(_request, body, done) {
     const text = typeof body === 'string' ? body : body.toString('utf8');

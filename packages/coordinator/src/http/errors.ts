@@ -71,8 +71,9 @@ function fromFastifyError(e: Record<string, unknown>, status: number): HttpError
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new HttpError(415, 'unsupported_media_type', 'the Content-Type header is not a valid media type');
     case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new HttpError(400, 'invalid_id', 'a path segment is far longer than an id (at most 128 characters)');
     case 'FST_ERR_BAD_URL':
-      return new HttpError(400, 'invalid_id', `a path segment is not a valid id (${message})`);
+      return new HttpError(400, 'invalid_id', 'the URL path is not valid percent-encoding');
     case 'FST_ERR_NOT_FOUND':
       return new HttpError(404, 'not_found', message);
     default:
