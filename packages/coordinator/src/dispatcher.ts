@@ -75,6 +75,6 @@ export interface Dispatcher {
   ready(): Promise<boolean>;
   /** Rounds in progress on this coordinator. */
   inFlightRounds(): number;
-  /** Stops taking rounds, waits for in-flight ones, then closes everything. */
+  /** Stops taking rounds and waits for the in-flight ones (SIGTERM). */
   drain(): Promise<void>;
 }

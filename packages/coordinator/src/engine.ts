@@ -449,17 +449,22 @@ export class Engine implements Dispatcher {
     return this.inFlight;
   }
 
+  /** Stops taking rounds (new ones get `shutting_down`) and waits for the in-flight ones. */
   async drain(): Promise<void> {
     this.draining = true;
-    if (this.inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.idle.delete(done);
-          resolve();
-        };
-        this.idle.add(done);
-      });
-    }
+    if (this.inFlight === 0) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.idle.delete(done);
+        resolve();
+      };
+      this.idle.add(done);
+    });
+  }
+
+  /** Closes the confirmations, executor, events and store (after `drain`). */
+  async close(): Promise<void> {
+    this.draining = true;
     await this.confirmations.close();
     await this.executor.close();
     await this.events.close();

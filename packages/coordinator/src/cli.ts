@@ -1,0 +1,141 @@
+import {
+  DEFAULT_CONFIRM_TIMEOUT_MS,
+  type DispatchConfig,
+  MAX_ARGS_BYTES,
+  MAX_ARGS_DEPTH,
+  MAX_BODY_BYTES,
+  MAX_CALLS_PER_ROUND,
+  MAX_OUTPUT_BYTES,
+  MAX_STREAM_BYTES,
+  resolveConfig,
+} from '@tool-dispatch/shared';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { runDemo } from './demo.js';
+import { distributedCoordinator, runWorkerProcess } from './distributed.js';
+import { exitOnSignals, startCoordinator } from './serve.js';
+
+const ENVIRONMENT = `
+Environment (API.md):
+  REDIS_URL              distributed mode over BullMQ on this Redis; unset = embedded mode
+  PORT                   HTTP port (coordinator 8080; worker metrics 9464, 0 = off)
+  TD_PREFIX              namespace of every queue and Redis key (default td); same as --prefix
+  TD_WORKSPACE_ROOT      directory of session workspaces (default ./.workspaces)
+  TD_API_TOKEN           when set, /v1/* and /admin/* need Authorization: Bearer <token>
+  TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
+  TD_SEARCH_URL          SearxNG endpoint for search_web
+  TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
+  MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
+  TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
+
+Limits:
+  request body           ${MAX_BODY_BYTES} bytes (413 beyond)
+  calls per round        ${MAX_CALLS_PER_ROUND} (400 beyond)
+  args of one call       ${MAX_ARGS_BYTES} bytes, nested ${MAX_ARGS_DEPTH} levels (that call ends "invalid")
+  output of one call     ${MAX_OUTPUT_BYTES} bytes (that call ends "error"/handler_error)
+  command output, file read, HTTP body  ${MAX_STREAM_BYTES} bytes each (cut, flagged "truncated")
+`;
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new InvalidArgumentError('a port is an integer from 0 to 65535');
+  return n;
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function configFrom(opts: { prefix?: string }): DispatchConfig {
+  return resolveConfig(opts.prefix ? { prefix: opts.prefix } : {});
+}
+
+const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT) : fallback);
+
+async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
+  const config = configFrom(opts);
+  const listenPort = opts.port ?? envPort(8080);
+  if (config.mode === 'embedded') {
+    const running = await startCoordinator({ config, port: listenPort, host: opts.host, log });
+    log(`embedded mode: handlers run in this process; workspaces under ${config.workspaceRoot}`);
+    exitOnSignals(running.stop, log);
+    return;
+  }
+  const running = await distributedCoordinator({
+    config,
+    port: listenPort,
+    host: opts.host,
+    log,
+    workers: withWorkers ? (opts.workers ?? 2) : 0,
+  });
+  exitOnSignals(running.stop, log);
+}
+
+export function buildCli(): Command {
+  const program = new Command('tool-dispatch')
+    .description('Checks, runs and records the tool calls of LLM agents: a coordinator and workers.')
+    .addHelpText('after', ENVIRONMENT)
+    .showHelpAfterError();
+
+  program
+    .command('coordinator')
+    .description('Run the coordinator: HTTP API, pre-flight and commit (embedded execution without REDIS_URL).')
+    .addOption(new Option('--port <n>', 'HTTP port (env PORT, default 8080)').argParser(port))
+    .addOption(new Option('--host <host>', 'address to listen on').default('0.0.0.0'))
+    .addOption(new Option('--prefix <prefix>', 'namespace of queues and Redis keys (env TD_PREFIX, default td)'))
+    .addHelpText('after', ENVIRONMENT)
+    .action((opts) => serve(opts, false));
+
+  program
+    .command('worker')
+    .description('Run a worker: consumes the concurrent and serial queues and runs handlers (needs REDIS_URL).')
+    .addOption(
+      new Option('--port <n>', 'port of /metrics and /healthz (env PORT, default 9464; 0 = off)').argParser(port),
+    )
+    .addOption(new Option('--prefix <prefix>', 'namespace of queues and Redis keys (env TD_PREFIX, default td)'))
+    .addOption(
+      new Option(
+        '--concurrency <n>',
+        'concurrent-queue jobs at once (env TD_WORKER_CONCURRENCY, default 16)',
+      ).argParser(positive),
+    )
+    .addHelpText('after', ENVIRONMENT)
+    .action(async (opts: { port?: number; prefix?: string; concurrency?: number }) => {
+      const config = resolveConfig({
+        ...(opts.prefix ? { prefix: opts.prefix } : {}),
+        ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
+      });
+      const running = await runWorkerProcess({ config, port: opts.port ?? envPort(9464), log });
+      exitOnSignals(running.stop, log);
+    });
+
+  program
+    .command('dev')
+    .description('Coordinator and workers in one process: embedded unless REDIS_URL is set.')
+    .addOption(new Option('--port <n>', 'HTTP port (env PORT, default 8080)').argParser(port))
+    .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
+    .addOption(new Option('--prefix <prefix>', 'namespace of queues and Redis keys (env TD_PREFIX, default td)'))
+    .addOption(new Option('--workers <n>', 'in-process workers with REDIS_URL (default 2)').argParser(positive))
+    .addHelpText('after', ENVIRONMENT)
+    .action((opts) => serve(opts, true));
+
+  program
+    .command('demo')
+    .description('A scripted coding-agent session against `dev` (embedded), printed as readable tables.')
+    .addOption(new Option('--keep', 'keep the demo workspace directory'))
+    .action((opts: { keep?: boolean }) => runDemo({ keep: opts.keep === true, log }));
+
+  return program;
+}
+
+buildCli()
+  .parseAsync(process.argv)
+  .catch((e: unknown) => {
+    process.stderr.write(`tool-dispatch: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(1);
+  });

@@ -1,0 +1,182 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { TdClient } from '@tool-dispatch/client';
+import { type CallResult, resolveConfig } from '@tool-dispatch/shared';
+import Table from 'cli-table3';
+import { startCoordinator } from './serve.js';
+
+interface DemoOptions {
+  keep: boolean;
+  log: (line: string) => void;
+}
+
+const PASS1: Record<string, string> = {
+  deduped: 'dedupe hit',
+  cached: 'cache hit',
+  schema: 'schema sent',
+  refused: 'refused',
+  invalid: 'invalid args',
+  unknown: 'no such tool',
+  denied: 'denied',
+};
+
+/** A local server the demo's http_request calls reach (allowed through TD_HTTP_ALLOW). */
+async function startDocsServer(): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const server = http.createServer((req, res) => {
+    hits++;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ path: req.url, version: '2.4.1', changelog: 'Faster rounds.' }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hits: () => hits,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+function summary(r: CallResult): string {
+  const o = r.output as Record<string, unknown> | undefined;
+  let text: string;
+  if (r.error) text = r.error.message;
+  else if (r.status === 'schema') text = `schema of ${r.name}; call again`;
+  else if (o && Array.isArray(o.tools)) text = `${o.tools.length} definitions`;
+  else if (o && Array.isArray(o.files))
+    text = (o.files as Array<{ path: string; content: string | null }>)
+      .map((f) => `${f.path}: ${JSON.stringify((f.content ?? '').slice(0, 28))}`)
+      .join(', ');
+  else if (o && Array.isArray(o.paths)) text = (o.paths as string[]).join(', ');
+  else if (o && 'exitCode' in o) text = `exit ${String(o.exitCode)}: ${String(o.stdout).trim().slice(0, 40)}`;
+  else if (o && 'status' in o && 'body' in o) text = `HTTP ${String(o.status)} ${String(o.body).slice(0, 40)}`;
+  else text = JSON.stringify(o ?? null);
+  if (r.dedupedFrom) text = `= ${r.dedupedFrom} · ${text}`;
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}
+
+function printRound(
+  log: (l: string) => void,
+  title: string,
+  calls: Array<{ id: string; label: string }>,
+  results: CallResult[],
+  approved: Set<string>,
+) {
+  const table = new Table({
+    head: ['call', 'as called', 'tool', 'pass 1', 'status', 'ms', 'ran on', 'result'],
+    style: { head: [], border: [] },
+  });
+  results.forEach((r, i) => {
+    const pass1 = PASS1[r.status] ?? (approved.has(r.id) ? 'approved' : 'passed');
+    const status = r.error && r.status === 'error' ? `error/${r.error.code}` : r.status;
+    table.push([r.id, calls[i]?.label ?? '', r.name, pass1, status, String(r.durationMs), r.ranOn ?? '-', summary(r)]);
+  });
+  log(`\n${title}`);
+  log(table.toString());
+}
+
+/** `tool-dispatch demo`: a realistic coding-agent session over HTTP against an embedded coordinator. */
+export async function runDemo(options: DemoOptions): Promise<void> {
+  const { log } = options;
+  const root = await mkdtemp(path.join(tmpdir(), 'tool-dispatch-demo-'));
+  const docs = await startDocsServer();
+  const config = resolveConfig({ workspaceRoot: root, httpAllow: [new URL(docs.url).host], mode: 'embedded' }, {});
+  const coordinator = await startCoordinator({ config, port: 0, host: '127.0.0.1', log: () => {} });
+  const client = new TdClient({ baseUrl: coordinator.url });
+  log(`tool-dispatch demo: embedded coordinator at ${coordinator.url}, workspaces in ${root}`);
+  try {
+    const session = 'demo-session';
+    const ws = path.join(root, 'default', session);
+    await mkdir(path.join(ws, 'src'), { recursive: true });
+    await writeFile(path.join(ws, 'src', 'app.ts'), 'export const greet = (n: string) => `Hello, ${n}`;\n');
+    await writeFile(path.join(ws, 'src', 'util.ts'), 'export const twice = (x: number) => 2 * x;\n');
+    await writeFile(path.join(ws, 'README.md'), '# demo project\n');
+    await client.putSession(session, { provider: 'openai', autoApprove: ['edit_file'] });
+    const tools = await client.tools(session);
+    log(
+      `session ${session} (provider openai): tools array = ${tools.tools.map((t) => t.name).join(', ')}; ${tools.context.split('\n').length - 3} deferred tools named in the turn context`,
+    );
+
+    // Approve run_command confirmations as a person would, from the event stream.
+    const approved = new Set<string>();
+    const stopEvents = new AbortController();
+    const watcher = (async () => {
+      for await (const e of client.events(session, { signal: stopEvents.signal })) {
+        if (e.name !== 'confirm.requested') continue;
+        const d = e.data as { confirmationId: string; callId: string; name: string };
+        approved.add(d.callId);
+        log(`  > confirm.requested for ${d.name} (${d.callId}): approving ${d.confirmationId}`);
+        await client.answerConfirmation(session, d.confirmationId, { approve: true });
+      }
+    })().catch(() => {});
+
+    type DemoCall = { id: string; name: string; args: Record<string, unknown>; label: string };
+    const rt = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({
+      id,
+      name: 'run_tool',
+      args: { name, args },
+      label: `run_tool(${name})`,
+    });
+    const direct = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({
+      id,
+      name,
+      args,
+      label: name,
+    });
+    const play = async (title: string, run: string, calls: DemoCall[]) => {
+      const { results } = await client.submitRound(
+        session,
+        run,
+        calls.map(({ label: _l, ...c }) => c),
+      );
+      printRound(log, title, calls, results, approved);
+    };
+
+    await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
+      direct('c1', 'find_tools', { names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request'] }),
+      direct('c2', 'read_files', { paths: ['README.md'] }),
+    ]);
+    await play('Round 2 · parallel reads, a duplicate, an unfetched schema, invalid args', 'run-1', [
+      rt('c3', 'find_files', { pattern: 'src/**/*.ts' }),
+      rt('c4', 'read_files', { paths: ['src/app.ts'] }),
+      rt('c5', 'read_files', { paths: ['src/util.ts'] }),
+      rt('c6', 'read_files', { paths: ['src/app.ts'] }),
+      rt('c7', 'calculate', { expression: '6*7' }),
+      rt('c8', 'read_files', { paths: 'src/app.ts' }),
+    ]);
+    await play(
+      'Round 3 · an edit (auto-approved) invalidates the earlier read; a command waits for approval',
+      'run-1',
+      [
+        rt('c9', 'edit_file', { path: './src/app.ts', old: 'Hello', new: 'Hi' }),
+        rt('c10', 'read_files', { paths: ['src/util.ts'] }),
+        rt('c11', 'run_command', { command: 'grep -c Hi src/app.ts; ls src' }),
+      ],
+    );
+    await play('Round 4 · the read of src/app.ts runs again (fresh content); a GET to the docs server', 'run-1', [
+      rt('c12', 'read_files', { paths: ['src/app.ts'] }),
+      rt('c13', 'calculate', { expression: '6*7' }),
+      rt('c14', 'http_request', { url: `${docs.url}/release` }),
+    ]);
+    await play('Round 5 · a new run: the same GET comes from the 30-minute result cache', 'run-2', [
+      rt('c15', 'http_request', { url: `${docs.url}/release` }),
+      rt('c16', 'no_such_tool', {}),
+    ]);
+
+    stopEvents.abort();
+    await watcher;
+    const history = await client.history(session);
+    const byStatus = new Map<string, number>();
+    for (const e of history) byStatus.set(e.status, (byStatus.get(e.status) ?? 0) + 1);
+    log(`\nhistory: ${history.length} results recorded (${[...byStatus].map(([s, n]) => `${s} ${n}`).join(', ')})`);
+    log(`docs server hits: ${docs.hits()} (the cached GET never reached it)`);
+  } finally {
+    await coordinator.stop();
+    await docs.close();
+    if (!options.keep) await rm(root, { recursive: true, force: true });
+    else log(`workspace kept at ${root}`);
+  }
+}

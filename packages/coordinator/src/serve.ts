@@ -1,0 +1,91 @@
+import type { DispatchConfig } from '@tool-dispatch/shared';
+import type { FastifyInstance } from 'fastify';
+import { createEngine } from './embedded.js';
+import type { Engine } from './engine.js';
+import { buildServer } from './http/server.js';
+
+export interface ServeOptions {
+  config: DispatchConfig;
+  port: number;
+  host: string;
+  /** Prints operator lines (the `listening on` line among them). */
+  log?: (line: string) => void;
+  /** Builds the engine; embedded (handlers in this process) by default. */
+  makeEngine?: (config: DispatchConfig) => Promise<Engine>;
+  metricsText?: () => Promise<string>;
+  extraRoutes?: (app: FastifyInstance) => Promise<void>;
+  /** Called after the engine closed, to release what makeEngine started (workers, connections). */
+  onClosed?: () => Promise<void>;
+}
+
+export interface RunningCoordinator {
+  url: string;
+  port: number;
+  engine: Engine;
+  app: FastifyInstance;
+  /** Refuses new rounds, waits for in-flight ones, closes the HTTP server and the engine. */
+  stop(): Promise<void>;
+}
+
+/** Starts a coordinator: the engine and its HTTP API, listening. */
+export async function startCoordinator(options: ServeOptions): Promise<RunningCoordinator> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const engine = await (options.makeEngine ?? ((config) => createEngine({ config })))(options.config);
+  const app = await buildServer({
+    dispatcher: engine,
+    apiToken: options.config.apiToken,
+    ...(options.metricsText ? { metricsText: options.metricsText } : {}),
+    ...(options.extraRoutes ? { extraRoutes: options.extraRoutes } : {}),
+  });
+  await app.listen({ port: options.port, host: options.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const url = `http://${shownHost}:${port}`;
+  log(`listening on ${url}`);
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await engine.drain();
+      await closeWithin(app, 5000);
+      await engine.close();
+      await options.onClosed?.();
+    })();
+    return stopping;
+  };
+  return { url, port, engine, app, stop };
+}
+
+/** fastify's close waits for open connections (event streams among them); give it a bound. */
+async function closeWithin(app: FastifyInstance, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    app.close(),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(function closeTimedOut() {
+        app.server.closeAllConnections?.();
+        resolve();
+      }, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/** SIGTERM/SIGINT: drain in-flight rounds, then exit 0 (API.md Processes). */
+export function exitOnSignals(stop: () => Promise<void>, log: (line: string) => void): void {
+  let received = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, function drainAndExit() {
+      if (received) return;
+      received = true;
+      log(`${signal}: draining in-flight rounds`);
+      stop().then(
+        () => process.exit(0),
+        (e: unknown) => {
+          log(`shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+          process.exit(1);
+        },
+      );
+    });
+  }
+}
