@@ -1,0 +1,203 @@
+import type { CallResult, Status } from '@tool-dispatch/shared';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Upper bounds (seconds) of td_call_duration_seconds: tools run from milliseconds up to their deadline. */
+export const CALL_DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Distinct tool label values kept; calls of further names are counted under `OTHER_TOOL_LABEL`. */
+export const MAX_TOOL_LABELS = 500;
+/** Label for calls of tools that exist nowhere (status `unknown`): their names come from the model. */
+export const UNKNOWN_TOOL_LABEL = '_unknown';
+export const OTHER_TOOL_LABEL = '_other';
+
+/** prom-client's default metrics that `promtool check metrics` rejects (gauges named *_total). */
+const LINT_FAILING_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+export interface MetricsOptions {
+  /** Also expose process_* and nodejs_* metrics (default true; those promtool rejects are left out). */
+  defaultMetrics?: boolean;
+}
+
+/** Keeps label cardinality bounded when the model invents tool names. */
+export class ToolLabels {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max = MAX_TOOL_LABELS) {}
+
+  label(tool: string): string {
+    if (this.seen.has(tool)) return tool;
+    if (this.seen.size >= this.max) return OTHER_TOOL_LABEL;
+    this.seen.add(tool);
+    return tool;
+  }
+}
+
+/** Adds the default process metrics to `registry`, minus the ones promtool's lint rejects. */
+export function addDefaultMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry });
+  for (const name of LINT_FAILING_DEFAULTS) registry.removeSingleMetric(name);
+}
+
+/** Refills gauges from their source (queue counts, worker heartbeats) just before a scrape. */
+export type ScrapeHook = () => Promise<void> | void;
+
+/** BullMQ's job states, as `Queue.getJobCounts()` names them. */
+export type QueueJobState =
+  | 'waiting'
+  | 'active'
+  | 'delayed'
+  | 'completed'
+  | 'failed'
+  | 'paused'
+  | 'prioritized'
+  | 'waiting-children';
+
+/**
+ * The coordinator's Prometheus metrics (API.md "Operations"), in a registry of its own so
+ * two coordinators in one process (tests, `dev`) never clash.
+ */
+export class CoordinatorMetrics {
+  readonly registry = new Registry();
+  readonly contentType: string = this.registry.contentType;
+  private readonly tools = new ToolLabels();
+  private readonly hooks: ScrapeHook[] = [];
+
+  private readonly calls = new Counter({
+    name: 'td_calls_total',
+    help: 'Calls answered, by tool (after unwrapping run_tool) and result status; every call counts, whatever its status.',
+    labelNames: ['tool', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly callDuration = new Histogram({
+    name: 'td_call_duration_seconds',
+    help: 'Execution time of calls that ran (status ok or error), by tool.',
+    labelNames: ['tool'] as const,
+    buckets: CALL_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly roundsInProgress = new Gauge({
+    name: 'td_rounds_in_progress',
+    help: 'Rounds this coordinator has accepted and not yet answered.',
+    registers: [this.registry],
+  });
+  private readonly dedupeHits = new Counter({
+    name: 'td_dedupe_hits_total',
+    help: 'Calls answered deduped from an earlier successful call of the run.',
+    registers: [this.registry],
+  });
+  private readonly cacheHits = new Counter({
+    name: 'td_cache_hits_total',
+    help: 'Calls answered from the result cache.',
+    registers: [this.registry],
+  });
+  private readonly refusals = new Counter({
+    name: 'td_refusals_total',
+    help: 'Calls ended in pre-flight without running, by reason (refused, unknown, invalid, denied, or a finer reason).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly confirmationsPending = new Gauge({
+    name: 'td_confirmations_pending',
+    help: 'Confirmations asked by this coordinator and not yet answered.',
+    registers: [this.registry],
+  });
+  private readonly queueJobs = new Gauge({
+    name: 'td_queue_jobs',
+    help: 'Jobs in each queue, by BullMQ state.',
+    labelNames: ['queue', 'state'] as const,
+    registers: [this.registry],
+  });
+  private readonly workersAlive = new Gauge({
+    name: 'td_workers_alive',
+    help: 'Worker processes whose heartbeat is current.',
+    registers: [this.registry],
+  });
+
+  constructor(options: MetricsOptions = {}) {
+    if (options.defaultMetrics ?? true) addDefaultMetrics(this.registry);
+  }
+
+  /**
+   * Records one answered call: td_calls_total; the duration when it ran (ok, error); a dedupe
+   * or cache hit; and a refusal for refused/unknown/invalid/denied, under `reason` when given
+   * (e.g. a FailureKind such as `not_loaded`), else the status.
+   */
+  recordCall(result: Pick<CallResult, 'name' | 'status' | 'durationMs'>, reason?: string): void {
+    const tool = result.status === 'unknown' ? UNKNOWN_TOOL_LABEL : this.tools.label(result.name);
+    this.calls.labels(tool, result.status).inc();
+    if (hasRun(result.status)) this.callDuration.labels(tool).observe(Math.max(0, result.durationMs) / 1000);
+    if (result.status === 'deduped') this.dedupeHits.inc();
+    else if (result.status === 'cached') this.cacheHits.inc();
+    else if (isRefusal(result.status)) this.refusals.labels(reason ?? result.status).inc();
+  }
+
+  /** A refusal that is not one call's status (e.g. admission control); calls go through `recordCall`. */
+  recordRefusal(reason: string): void {
+    this.refusals.labels(reason).inc();
+  }
+
+  roundStarted(): void {
+    this.roundsInProgress.inc();
+  }
+
+  roundEnded(): void {
+    this.roundsInProgress.dec();
+  }
+
+  /** For a source that knows the count (the engine's `roundsInProgress` hook). */
+  setRoundsInProgress(n: number): void {
+    this.roundsInProgress.set(n);
+  }
+
+  confirmationRequested(): void {
+    this.confirmationsPending.inc();
+  }
+
+  confirmationSettled(): void {
+    this.confirmationsPending.dec();
+  }
+
+  setConfirmationsPending(n: number): void {
+    this.confirmationsPending.set(n);
+  }
+
+  setQueueJobs(queue: string, state: QueueJobState | string, n: number): void {
+    this.queueJobs.labels(queue, state).set(n);
+  }
+
+  /** Takes `Queue.getJobCounts()` as it comes. */
+  setQueueJobCounts(queue: string, counts: Readonly<Record<string, number>>): void {
+    for (const [state, n] of Object.entries(counts)) this.setQueueJobs(queue, state, n);
+  }
+
+  setWorkersAlive(n: number): void {
+    this.workersAlive.set(n);
+  }
+
+  /** Runs `hook` before each scrape; one that fails leaves the gauges it fills at their last values. */
+  onScrape(hook: ScrapeHook): void {
+    this.hooks.push(hook);
+  }
+
+  /** The exposition for GET /metrics (content type `contentType`). */
+  async metrics(): Promise<string> {
+    await runScrapeHooks(this.hooks);
+    return this.registry.metrics();
+  }
+}
+
+function hasRun(status: Status): boolean {
+  return status === 'ok' || status === 'error';
+}
+
+function isRefusal(status: Status): boolean {
+  return status === 'refused' || status === 'unknown' || status === 'invalid' || status === 'denied';
+}
+
+/** Runs every hook, each failure kept to itself so one unreachable source never blanks /metrics. */
+export async function runScrapeHooks(hooks: readonly ScrapeHook[]): Promise<void> {
+  await Promise.allSettled(hooks.map(async (hook) => hook()));
+}
