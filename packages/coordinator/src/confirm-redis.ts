@@ -24,6 +24,15 @@ interface Waiter {
   decide(decision: Decision): void;
 }
 
+/** As stored: the confirmation plus its place in its round, to list a round's confirmations in call order. */
+interface StoredPending extends PendingConfirmation {
+  order: number;
+}
+
+function toPending({ order: _order, ...item }: StoredPending): PendingConfirmation {
+  return item;
+}
+
 interface AnswerMessage {
   confirmationId: string;
   decision: Decision;
@@ -138,7 +147,7 @@ export class RedisConfirmHub implements ConfirmHub {
     const [kind, value] = reply;
     if (kind === 'not_found') return { kind: 'not_found' };
     if (kind === 'ambiguous') return { kind: 'ambiguous', count: Number(value) };
-    const confirmation = tryParseJson(String(value)) as PendingConfirmation;
+    const confirmation = toPending(tryParseJson(String(value)) as StoredPending);
     // Settle here at once when this coordinator is the requester; tell the others over pub/sub.
     this.waiters.get(confirmation.confirmationId)?.decide(full);
     const message: AnswerMessage = { confirmationId: confirmation.confirmationId, decision: full };
@@ -149,9 +158,10 @@ export class RedisConfirmHub implements ConfirmHub {
   async pending(session: string): Promise<PendingConfirmation[]> {
     const values = await this.redis.hvals(this.keys.confirmPending(session));
     return values
-      .map((v) => tryParseJson(v) as PendingConfirmation | undefined)
-      .filter((p): p is PendingConfirmation => p !== undefined)
-      .sort((a, b) => a.createdAt - b.createdAt);
+      .map((v) => tryParseJson(v) as StoredPending | undefined)
+      .filter((p): p is StoredPending => p !== undefined)
+      .sort((a, b) => a.createdAt - b.createdAt || a.round.localeCompare(b.round) || a.order - b.order)
+      .map(toPending);
   }
 
   /** Cancels the confirmations this coordinator waits for, then drops its subscription. */
@@ -176,12 +186,13 @@ export class RedisConfirmHub implements ConfirmHub {
   private async putPending(items: readonly PendingConfirmation[], timeoutMs: number): Promise<void> {
     const ttl = Math.ceil(timeoutMs) + PENDING_GRACE_MS;
     const multi = this.redis.multi();
-    for (const item of items) {
+    items.forEach((item, order) => {
       const key = this.keys.confirmPending(item.session);
-      multi.hset(key, item.confirmationId, JSON.stringify(item));
+      const stored: StoredPending = { ...item, order };
+      multi.hset(key, item.confirmationId, JSON.stringify(stored));
       // Never shorten a TTL another round set: NX for a fresh hash, GT to extend.
       multi.pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT');
-    }
+    });
     await multi.exec();
   }
 
