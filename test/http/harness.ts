@@ -3,15 +3,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TdClient } from '@tool-dispatch/client';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
-import type { FastifyInstance } from 'fastify';
 import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
 import { Engine } from '../../packages/coordinator/src/engine.js';
 import { type BuildServerOptions, buildServer } from '../../packages/coordinator/src/http/server.js';
-import { FakeExecutor, sleep } from '../../packages/coordinator/src/testing/fake-executor.js';
+import { FakeExecutor } from '../../packages/coordinator/src/testing/fake-executor.js';
 
 export interface Harness {
   base: string;
-  app: FastifyInstance;
+  app: Awaited<ReturnType<typeof buildServer>>;
   engine: Dispatcher;
   client: TdClient;
   workspaceRoot: string;
@@ -58,7 +57,6 @@ function devExecutor(): FakeExecutor {
   });
   ex.on('read_files', async (a) => ({ files: (a.paths as string[]).map((p) => ({ path: p, content: '' })) }));
   ex.on('find_tools', async () => ({ tools: [] }));
-  void sleep;
   return ex;
 }
 
@@ -110,3 +108,106 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 let seq = 0;
 /** A fresh id with a readable prefix. */
 export const uid = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++seq}`;
+
+/** A call through run_tool (how every provider but claude-code calls a deferred tool). */
+export const rt = (name: string, args: unknown, id = uid('c')) => ({ id, name: 'run_tool', args: { name, args } });
+/** A direct call. */
+export const direct = (name: string, args: unknown, id = uid('c')) => ({ id, name, args });
+
+/** Creates a session (200 expected) and returns its state. */
+export async function putSession(h: Harness, session: string, body: Record<string, unknown> = { provider: 'openai' }) {
+  const r = await h.api('PUT', `/v1/sessions/${session}`, body);
+  if (r.status !== 200) throw new Error(`PUT session ${session} → ${r.status} ${r.text}`);
+  return r.json;
+}
+
+/** Marks schemas fetched in a separate setup run, so later run_tool calls execute. */
+export async function fetchSchemas(h: Harness, session: string, names: string[]): Promise<void> {
+  const r = await h.api('POST', `/v1/sessions/${session}/runs/${uid('setup')}/rounds`, {
+    calls: [direct('find_tools', { names })],
+  });
+  if (r.status !== 200 || r.json.results[0].status !== 'ok') throw new Error(`find_tools → ${r.status} ${r.text}`);
+}
+
+/** POSTs a round and expects 200. */
+export async function round(h: Harness, session: string, run: string, calls: unknown[], query = '') {
+  const r = await h.api('POST', `/v1/sessions/${session}/runs/${run}/rounds${query}`, { calls });
+  if (r.status !== 200) throw new Error(`round → ${r.status} ${r.text}`);
+  return r.json;
+}
+
+export interface TappedEvent {
+  id: string | undefined;
+  name: string;
+  // biome-ignore lint/suspicious/noExplicitAny: test helper reads arbitrary JSON payloads
+  data: any;
+}
+
+/** A raw event-stream reader over fetch: what arrived, the raw text, and a way to wait. */
+export interface EventTap {
+  status: number;
+  headers: Headers;
+  events: TappedEvent[];
+  raw: string;
+  waitFor<T>(pick: (events: TappedEvent[]) => T | undefined | false, ms?: number): Promise<T>;
+  close(): void;
+  /** Resolves when the server ended the stream. */
+  ended: Promise<void>;
+}
+
+export async function tapEvents(h: Harness, session: string, headers: Record<string, string> = {}): Promise<EventTap> {
+  const { SseParser } = await import('@tool-dispatch/client');
+  const controller = new AbortController();
+  const res = await fetch(`${h.base}/v1/sessions/${session}/events`, {
+    headers: { accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
+  const tap: EventTap = {
+    status: res.status,
+    headers: res.headers,
+    events: [],
+    raw: '',
+    waitFor(pick, ms = 5000) {
+      return new Promise((resolve, reject) => {
+        const deadline = Date.now() + ms;
+        const check = () => {
+          const v = pick(tap.events);
+          if (v) return resolve(v);
+          if (Date.now() > deadline) {
+            return reject(new Error(`events not seen in ${ms} ms; got ${tap.events.map((e) => e.name).join(', ')}`));
+          }
+          setTimeout(check, 10);
+        };
+        check();
+      });
+    },
+    close: () => controller.abort(),
+    ended: Promise.resolve(),
+  };
+  const parser = new SseParser();
+  tap.ended = (async () => {
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body) {
+        const text = decoder.decode(chunk, { stream: true });
+        tap.raw += text;
+        for (const e of parser.push(text)) {
+          let data: unknown = e.data;
+          try {
+            data = JSON.parse(e.data);
+          } catch {
+            // keep text
+          }
+          tap.events.push({ id: e.id, name: e.event, data });
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return tap;
+}
+
+export const names = (events: TappedEvent[]) => events.map((e) => e.name);
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -94,7 +94,7 @@ export interface OpenAiTool {
 export interface AnthropicTool {
   name: string;
   description: string;
-  input_schema: Record<string, unknown>;
+  input_schema: { type: 'object'; [key: string]: unknown };
 }
 
 export interface ToolsResponse<T> {

@@ -57,6 +57,10 @@ describe('tools views', () => {
     });
   });
 
+  it('gives an Anthropic input_schema type object when the definition has no type', () => {
+    expect(toAnthropicTool({ ...tool, parameters: {} }).input_schema).toEqual({ type: 'object' });
+  });
+
   it('keeps only name, description and parameters in the neutral shape', () => {
     const extra = { ...tool, concurrency: 'concurrent' } as NeutralTool;
     expect(formatTools([extra], 'neutral')).toEqual([tool]);

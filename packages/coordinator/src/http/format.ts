@@ -10,11 +10,11 @@ export interface OpenAiTool {
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
 
-/** An entry of Anthropic's `tools` array (Messages API). */
+/** An entry of Anthropic's `tools` array (Messages API), whose input_schema must be an object schema. */
 export interface AnthropicTool {
   name: string;
   description: string;
-  input_schema: Record<string, unknown>;
+  input_schema: { type: 'object'; [key: string]: unknown };
 }
 
 /** What OpenAI's Chat Completions wants back for one tool call. */
@@ -46,8 +46,9 @@ export function toOpenAiTool(tool: NeutralTool): OpenAiTool {
   };
 }
 
+/** Args are always an object (DESIGN.md), so the schema says so even when a definition left it out. */
 export function toAnthropicTool(tool: NeutralTool): AnthropicTool {
-  return { name: tool.name, description: tool.description, input_schema: tool.parameters };
+  return { name: tool.name, description: tool.description, input_schema: { ...tool.parameters, type: 'object' } };
 }
 
 /** The tools array in the requested shape. */
