@@ -48,12 +48,13 @@ function summary(r: CallResult): string {
   else if (o && Array.isArray(o.tools)) text = `${o.tools.length} definitions`;
   else if (o && Array.isArray(o.files))
     text = (o.files as Array<{ path: string; content: string | null }>)
-      .map((f) => `${f.path}: ${JSON.stringify((f.content ?? '').slice(0, 28))}`)
+      .map((f) => `${f.path}: ${JSON.stringify((f.content ?? '').trim().slice(0, 40))}`)
       .join(', ');
   else if (o && Array.isArray(o.paths)) text = (o.paths as string[]).join(', ');
   else if (o && 'exitCode' in o) text = `exit ${String(o.exitCode)}: ${String(o.stdout).trim().slice(0, 40)}`;
   else if (o && 'status' in o && 'body' in o) text = `HTTP ${String(o.status)} ${String(o.body).slice(0, 40)}`;
   else text = JSON.stringify(o ?? null);
+  text = text.replace(/\s+/g, ' ');
   if (r.dedupedFrom) text = `= ${r.dedupedFrom} · ${text}`;
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
 }
@@ -91,7 +92,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const session = 'demo-session';
     const ws = path.join(root, 'default', session);
     await mkdir(path.join(ws, 'src'), { recursive: true });
-    await writeFile(path.join(ws, 'src', 'app.ts'), 'export const greet = (n: string) => `Hello, ${n}`;\n');
+    await writeFile(path.join(ws, 'src', 'app.ts'), "export const greeting = 'Hello';\n");
     await writeFile(path.join(ws, 'src', 'util.ts'), 'export const twice = (x: number) => 2 * x;\n');
     await writeFile(path.join(ws, 'README.md'), '# demo project\n');
     await client.putSession(session, { provider: 'openai', autoApprove: ['edit_file'] });
@@ -151,9 +152,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       'Round 3 · an edit (auto-approved) invalidates the earlier read; a command waits for approval',
       'run-1',
       [
-        rt('c9', 'edit_file', { path: './src/app.ts', old: 'Hello', new: 'Hi' }),
+        rt('c9', 'edit_file', { path: './src/app.ts', old: "'Hello'", new: "'Hi there'" }),
         rt('c10', 'read_files', { paths: ['src/util.ts'] }),
-        rt('c11', 'run_command', { command: 'grep -c Hi src/app.ts; ls src' }),
+        rt('c11', 'run_command', { command: 'grep -c "Hi there" src/app.ts && ls src' }),
       ],
     );
     await play('Round 4 · the read of src/app.ts runs again (fresh content); a GET to the docs server', 'run-1', [

@@ -1,0 +1,23 @@
+// The coordinator package's only door: named exports, types with `export type`.
+export { Catalog, resolveSpec } from './catalog.js';
+export type { AnswerOutcome, ConfirmHub, Decision, PendingConfirmation } from './confirm.js';
+export { MemoryConfirmHub } from './confirm-memory.js';
+export { RedisConfirmHub } from './confirm-redis.js';
+export type { CatalogView, Dispatcher, SessionInput, SubmitRoundInput, ToolsView } from './dispatcher.js';
+export { RequestError } from './dispatcher.js';
+export type { CreateEngineOptions } from './embedded.js';
+export { createEngine } from './embedded.js';
+export type { EngineHooks, EngineOptions } from './engine.js';
+export { Engine } from './engine.js';
+export type { DispatchEvent, EventBus, EventName } from './events.js';
+export { MemoryEventBus } from './events-memory.js';
+export { RedisEventBus } from './events-redis.js';
+export type { BuildServerOptions } from './http/server.js';
+export { buildServer } from './http/server.js';
+export { LocalExecutor } from './local-executor.js';
+export { QueueExecutor } from './queue-executor.js';
+export type { RunningCoordinator, ServeOptions } from './serve.js';
+export { startCoordinator } from './serve.js';
+export { MemoryStore } from './store/memory.js';
+export { RedisStore } from './store/redis.js';
+export type { HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
