@@ -4,9 +4,8 @@ import path from 'node:path';
 import { TdClient } from '@tool-dispatch/client';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
 import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
-import { Engine } from '../../packages/coordinator/src/engine.js';
+import { createEngine } from '../../packages/coordinator/src/embedded.js';
 import { type BuildServerOptions, buildServer } from '../../packages/coordinator/src/http/server.js';
-import { FakeExecutor } from '../../packages/coordinator/src/testing/fake-executor.js';
 
 export interface Harness {
   base: string;
@@ -33,39 +32,12 @@ export interface HarnessOptions {
   wrap?: (engine: Dispatcher) => Dispatcher;
 }
 
-function devExecutor(): FakeExecutor {
-  const ex = new FakeExecutor();
-  ex.on('calculate', async (a) => {
-    const expr = String(a.expression);
-    const value = expr.includes('*')
-      ? expr.split('*').reduce((s, x) => s * Number(x), 1)
-      : expr.split('+').reduce((s, x) => s + Number(x), 0);
-    return { value };
-  });
-  ex.on('run_command', async (a, _job, signal) => {
-    const m = /sleep (\d+(?:\.\d+)?)/.exec(String(a.command));
-    if (m) {
-      await new Promise<void>((resolve, reject) => {
-        const t = setTimeout(resolve, Number(m[1]) * 1000);
-        signal.addEventListener('abort', () => {
-          clearTimeout(t);
-          reject(new Error('aborted'));
-        });
-      });
-    }
-    return { exitCode: 0, stdout: '', stderr: '' };
-  });
-  ex.on('read_files', async (a) => ({ files: (a.paths as string[]).map((p) => ({ path: p, content: '' })) }));
-  ex.on('find_tools', async () => ({ tools: [] }));
-  return ex;
-}
-
 /** A real server on a free port over a fresh workspace root. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const workspaceRoot = await mkdtemp(path.join(tmpdir(), 'td-http-'));
   // An empty environment: the test decides every setting.
   const config = resolveConfig({ workspaceRoot, ...options.config }, {});
-  const engine = new Engine({ config, executor: devExecutor() });
+  const engine = await createEngine({ config });
   const dispatcher = options.wrap ? options.wrap(engine) : engine;
   const app = await buildServer({ dispatcher, ...options.server });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -98,8 +70,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return { status: res.status, text, json, headers: res.headers };
     },
     async close() {
-      await app.close();
       await engine.drain();
+      await app.close();
+      await engine.close();
       await rm(workspaceRoot, { recursive: true, force: true });
     },
   };

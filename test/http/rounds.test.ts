@@ -249,7 +249,8 @@ describe('POST /v1/sessions/{session}/runs/{run}/rounds', () => {
       const body = new TextEncoder().encode(JSON.stringify({ calls: [rt('calculate', { expression: '2+2' })] }));
       const res = await fetch(`${h.base}/v1/sessions/${s}/runs/${uid('run')}/rounds`, { method: 'POST', body });
       expect(res.status).toBe(200);
-      expect((await res.json()).results[0].output).toEqual({ value: 4 });
+      const b = (await res.json()) as { results: Array<{ output: unknown }> };
+      expect(b.results[0]?.output).toEqual({ value: 4 });
     });
   });
 });
