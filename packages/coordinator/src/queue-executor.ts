@@ -1,0 +1,368 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  CANCEL_TTL_MS,
+  type CancelMessage,
+  DispatchError,
+  type ExecJob,
+  type ExecOutcome,
+  type Executor,
+  FINISHED_JOB_RETENTION_S,
+  JOB_LOCK_MS,
+  jobIdFor,
+  MAX_STALLED,
+  OUTCOME_TTL_MS,
+  parseOutcome,
+  QUEUE_NAMES,
+  type QueueClass,
+  type QueuedJob,
+  RESULTS_STREAM_TTL_MS,
+  type RedisKeys,
+  redisKeys,
+  STALLED_INTERVAL_MS,
+  STALLED_REASON,
+  tryParseJson,
+  type WorkerAnnouncement,
+} from '@tool-dispatch/shared';
+import { type Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+
+export interface QueueExecutorOptions {
+  redisUrl: string;
+  /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
+  prefix: string;
+  /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
+  coordinatorId?: string;
+  /** How often calls waiting longer than this are checked against Redis (safety net; default 1 s). */
+  pollIntervalMs?: number;
+  /**
+   * How long past a call's deadline the coordinator keeps waiting before it decides for itself
+   * (default: enough for a dead worker's lock to expire and the stalled check to notice twice).
+   */
+  overdueGraceMs?: number;
+  /** How long handlerNames() reuses what it read (default 1 s). */
+  handlerCacheMs?: number;
+  /** Called with infrastructure errors it recovers from (Redis reconnecting and the like). */
+  onError?: (error: Error) => void;
+}
+
+/** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
+const WORKER_SETTLE_MS = 2_000;
+const RESULTS_GROUP = 'coordinator';
+const READ_COUNT = 200;
+const READ_BLOCK_MS = 2_000;
+const RETRY_MS = 200;
+
+interface Pending {
+  job: ExecJob;
+  jobId: string;
+  enqueuedAt: number;
+  lastCheckedAt: number;
+  settle(outcome: ExecOutcome): void;
+  promise: Promise<ExecOutcome>;
+}
+
+type StreamEntry = [id: string, fields: string[]];
+
+/**
+ * Pass 2 over BullMQ: enqueues each call on the concurrent or serial queue under an idempotent
+ * job id, and waits for its outcome on this coordinator's results stream (a Redis stream with a
+ * consumer group), with a poll of outcome keys and job states as the safety net.
+ */
+export class QueueExecutor implements Executor {
+  readonly coordinatorId: string;
+  /** The BullMQ queues, for dashboards and queue-depth metrics. */
+  readonly queues: Readonly<Record<QueueClass, Queue>>;
+  private readonly redis: Redis;
+  private readonly reader: Redis;
+  private readonly keys: RedisKeys;
+  private readonly resultsKey: string;
+  private readonly pollIntervalMs: number;
+  private readonly overdueGraceMs: number;
+  private readonly handlerCacheMs: number;
+  private readonly onError: (error: Error) => void;
+  private readonly pending = new Map<string, Pending>();
+  private readonly ready: Promise<void>;
+  private readonly poller: NodeJS.Timeout;
+  private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
+  private closed = false;
+  private readLoop: Promise<void> | undefined;
+
+  constructor(options: QueueExecutorOptions) {
+    this.coordinatorId =
+      options.coordinatorId ??
+      `c-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
+    this.handlerCacheMs = options.handlerCacheMs ?? 1_000;
+    this.onError = options.onError ?? (() => {});
+    this.keys = redisKeys(options.prefix);
+    this.resultsKey = this.keys.results(this.coordinatorId);
+    // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
+    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.reader = this.redis.duplicate();
+    this.redis.on('error', this.onError);
+    this.reader.on('error', this.onError);
+    const queue = (cls: QueueClass) => {
+      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
+      q.on('error', this.onError);
+      return q;
+    };
+    this.queues = { concurrent: queue('concurrent'), serial: queue('serial') };
+    this.ready = this.init();
+    this.ready.catch(() => undefined);
+    this.poller = setInterval(() => {
+      this.checkPending().catch(this.onError);
+    }, this.pollIntervalMs);
+  }
+
+  /** Resolves once the results stream is being read and the queues are connected. */
+  waitUntilReady(): Promise<void> {
+    return this.ready;
+  }
+
+  async execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
+    const started = Date.now();
+    const cancelled = (): ExecOutcome => ({
+      status: 'error',
+      code: 'cancelled',
+      message: 'the call was cancelled',
+      durationMs: Date.now() - started,
+    });
+    if (signal.aborted) return cancelled();
+    const jobId = jobIdFor(job.round, job.callIndex);
+    const joined = this.pending.get(jobId);
+    if (joined) return raceAbort(joined.promise, signal, cancelled);
+
+    let settle: (outcome: ExecOutcome) => void = () => {};
+    const promise = new Promise<ExecOutcome>((resolve) => {
+      settle = resolve;
+    });
+    const entry: Pending = {
+      job,
+      jobId,
+      enqueuedAt: started,
+      lastCheckedAt: started,
+      promise,
+      settle: (outcome) => {
+        if (this.pending.get(jobId) === entry) this.pending.delete(jobId);
+        settle(outcome);
+      },
+    };
+    this.pending.set(jobId, entry);
+    const onAbort = () => {
+      if (this.pending.get(jobId) !== entry) return;
+      entry.settle(cancelled());
+      this.cancelJob(job, jobId).catch(this.onError);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await raceAbort(this.enqueue(entry), signal, () => undefined);
+      return await promise;
+    } catch (e) {
+      entry.settle({ status: 'error', code: 'handler_error', message: 'enqueue failed', durationMs: 0 });
+      throw new DispatchError('queue_unavailable', `could not enqueue ${job.name}: ${(e as Error).message}`, {
+        cause: e,
+      });
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Union of the handler names announced by live workers. */
+  handlerNames(): Promise<ReadonlySet<string>> {
+    const now = Date.now();
+    if (!this.handlersRead || now - this.handlersRead.at > this.handlerCacheMs) {
+      const names = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
+      names.catch(() => {
+        this.handlersRead = undefined;
+      });
+      this.handlersRead = { at: now, names };
+    }
+    return this.handlersRead.names;
+  }
+
+  /** How many workers announced themselves within their TTL. */
+  async workersAlive(): Promise<number> {
+    return this.redis.zcount(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
+  }
+
+  /** The announcements of live workers (id, handlers, concurrency, host). */
+  async liveWorkers(): Promise<WorkerAnnouncement[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
+    if (ids.length === 0) return [];
+    const values = await this.redis.mget(...ids.map((id) => this.keys.worker(id)));
+    return values.map((v) => tryParseJson(v) as WorkerAnnouncement | undefined).filter((w) => w !== undefined);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.poller);
+    for (const entry of [...this.pending.values()]) {
+      entry.settle({ status: 'error', code: 'cancelled', message: 'the coordinator is shutting down', durationMs: 0 });
+    }
+    this.reader.disconnect();
+    await this.readLoop?.catch(() => undefined);
+    await Promise.all(Object.values(this.queues).map((q) => q.close().catch(() => undefined)));
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private async init(): Promise<void> {
+    await this.ensureGroup();
+    this.readLoop = this.readResults();
+    await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
+  }
+
+  private async enqueue(entry: Pending): Promise<void> {
+    await this.ready;
+    const { job, jobId } = entry;
+    // Idempotent enqueue: an outcome already recorded for this (round, call) is the answer.
+    const recorded = parseOutcome(tryParseJson(await this.redis.get(this.keys.outcome(job.session, jobId))));
+    if (recorded) return entry.settle(recorded);
+    const payload: QueuedJob = { job, replyTo: this.resultsKey, coordinator: this.coordinatorId };
+    // BullMQ ignores an add whose job id exists, so a repeat never runs the call twice.
+    await this.queues[job.queue].add(job.name, payload, {
+      jobId,
+      attempts: 1,
+      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+      removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+    });
+  }
+
+  /** Removes a waiting job, or tells the worker running it to abort; a later start sees the cancel mark. */
+  private async cancelJob(job: ExecJob, jobId: string): Promise<void> {
+    await this.redis.set(this.keys.cancel(job.session, jobId), '1', 'PX', CANCEL_TTL_MS);
+    const removed = await this.queues[job.queue].remove(jobId).catch(() => 0);
+    if (removed === 1) return;
+    const message: CancelMessage = { jobId, queue: job.queue };
+    await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      await this.redis.xgroup('CREATE', this.resultsKey, RESULTS_GROUP, '0', 'MKSTREAM');
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.includes('BUSYGROUP')) throw e;
+    }
+    await this.redis.pexpire(this.resultsKey, RESULTS_STREAM_TTL_MS);
+  }
+
+  private async readResults(): Promise<void> {
+    while (!this.closed) {
+      try {
+        const reply = (await this.reader.xreadgroup(
+          'GROUP',
+          RESULTS_GROUP,
+          this.coordinatorId,
+          'COUNT',
+          READ_COUNT,
+          'BLOCK',
+          READ_BLOCK_MS,
+          'STREAMS',
+          this.resultsKey,
+          '>',
+        )) as [string, StreamEntry[]][] | null;
+        const entries = reply?.[0]?.[1] ?? [];
+        if (entries.length === 0) continue;
+        for (const [, fields] of entries) this.onResult(fields);
+        const ids = entries.map(([id]) => id);
+        await this.redis
+          .multi()
+          .xack(this.resultsKey, RESULTS_GROUP, ...ids)
+          .xdel(this.resultsKey, ...ids)
+          .exec();
+      } catch (e) {
+        if (this.closed) return;
+        // The stream (and its group) vanished: expired while idle, or Redis restarted empty.
+        if (e instanceof Error && e.message.includes('NOGROUP')) await this.ensureGroup().catch(this.onError);
+        else await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  private onResult(fields: string[]): void {
+    let jobId: string | undefined;
+    let outcome: ExecOutcome | undefined;
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === 'job') jobId = fields[i + 1];
+      if (fields[i] === 'outcome') outcome = parseOutcome(tryParseJson(fields[i + 1]));
+    }
+    // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
+    if (jobId !== undefined && outcome) this.pending.get(jobId)?.settle(outcome);
+  }
+
+  /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
+  private async checkPending(): Promise<void> {
+    const now = Date.now();
+    const due = [...this.pending.values()].filter((p) => now - p.lastCheckedAt >= this.pollIntervalMs);
+    await Promise.all(
+      due.map(async (entry) => {
+        entry.lastCheckedAt = now;
+        const verdict = await this.lookUp(entry, now);
+        if (verdict) entry.settle(verdict);
+      }),
+    );
+  }
+
+  private async lookUp(entry: Pending, now: number): Promise<ExecOutcome | undefined> {
+    const { job, jobId } = entry;
+    const recorded = parseOutcome(tryParseJson(await this.redis.get(this.keys.outcome(job.session, jobId))));
+    if (recorded) return recorded;
+    const bullJob = (await this.queues[job.queue].getJob(jobId)) as Job | undefined;
+    const elapsed = now - entry.enqueuedAt;
+    if (bullJob?.finishedOn) {
+      if (bullJob.failedReason) return this.failedOutcome(job, bullJob.failedReason, elapsed);
+      const returned = parseOutcome(bullJob.returnvalue);
+      if (returned) return returned;
+    }
+    const perAttemptMs = job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
+    if (!bullJob) {
+      // Gone without an outcome: removed, or Redis restarted empty. Wait out every attempt's deadline first.
+      const overdue = elapsed > (MAX_STALLED[job.queue] + 1) * perAttemptMs;
+      return overdue ? lost(job, 'the job disappeared from the queue (was Redis restarted?)', elapsed) : undefined;
+    }
+    const startedAt = bullJob.processedOn;
+    if (!startedAt) {
+      if (elapsed <= perAttemptMs) return undefined;
+      const removed = await this.queues[job.queue].remove(jobId).catch(() => 0);
+      if (removed !== 1) return undefined;
+      return {
+        status: 'error',
+        code: 'timeout',
+        message: `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`,
+        durationMs: elapsed,
+      };
+    }
+    if (now - startedAt <= perAttemptMs) return undefined;
+    return lost(job, 'no worker reported it past its deadline', elapsed);
+  }
+
+  private failedOutcome(job: ExecJob, failedReason: string, elapsed: number): ExecOutcome {
+    if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
+    return { status: 'error', code: 'handler_error', message: failedReason, durationMs: elapsed };
+  }
+}
+
+function lost(job: ExecJob, why: string, durationMs: number): ExecOutcome {
+  const rerun = job.queue === 'serial' ? 'it was not re-run' : 'it was retried at most once';
+  return {
+    status: 'error',
+    code: 'worker_lost',
+    message: `${job.name}: ${why}; the outcome is unknown and ${rerun}`,
+    durationMs,
+  };
+}
+
+function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () => U): Promise<T | U> {
+  if (signal.aborted) return Promise.resolve(onAbort());
+  let listener: () => void = () => {};
+  const aborted = new Promise<U>((resolve) => {
+    listener = () => resolve(onAbort());
+    signal.addEventListener('abort', listener, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', listener));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,202 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { QueueExecutor, type QueueExecutorOptions } from '../../packages/coordinator/src/queue-executor.js';
+import type { ExecJob } from '../../packages/shared/src/index.js';
+import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
+import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { testRegistry } from '../support/test-handlers.js';
+
+let server: TestRedis;
+let dir: string;
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  dir = await mkdtemp(path.join(tmpdir(), 'td-dist-'));
+});
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+afterAll(async () => {
+  await server?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function worker(prefix: string, id: string, concurrency = 4): Promise<RunningWorker> {
+  const w = await startWorker({
+    redisUrl: server.url,
+    prefix,
+    registry: testRegistry(),
+    config: { httpAllow: [], searchUrl: undefined },
+    concurrency,
+    id,
+  });
+  closers.push(() => w.close());
+  return w;
+}
+
+async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}): Promise<QueueExecutor> {
+  const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200, ...over });
+  closers.push(() => e.close());
+  await e.waitUntilReady();
+  return e;
+}
+
+let seq = 0;
+function job(name: string, args: Record<string, unknown>, over: Partial<ExecJob> = {}): ExecJob {
+  seq++;
+  return {
+    session: 's1',
+    tenant: 't1',
+    run: 'r1',
+    round: `rnd_${seq}`,
+    callId: `call_${seq}`,
+    callIndex: 0,
+    name,
+    args,
+    workspace: path.join(dir, 'ws'),
+    queue: 'concurrent',
+    timeoutMs: 10_000,
+    ...over,
+  };
+}
+
+const never = () => new AbortController().signal;
+const lines = async (file: string) =>
+  (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l.length > 0);
+
+describe('QueueExecutor with two workers', () => {
+  it('runs concurrent calls on the workers and returns each outcome', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a');
+    await worker(prefix, 'w-b');
+    const exec = await executor(prefix);
+    const jobs = Array.from({ length: 12 }, (_, i) => job('test_echo', { i }));
+    const outcomes = await Promise.all(jobs.map((j) => exec.execute(j, never())));
+    outcomes.forEach((o, i) => {
+      expect(o).toMatchObject({ status: 'ok', output: { echo: { i } } });
+      expect(['w-a', 'w-b']).toContain(o.status === 'ok' ? o.ranOn : '');
+    });
+  });
+
+  it('runs serial calls one at a time on each worker', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a', 8);
+    const exec = await executor(prefix);
+    const file = path.join(dir, `${prefix}-serial.log`);
+    const jobs = [1, 2, 3].map((n) => job('test_side_effect', { ms: 150, file, tag: `t${n}` }, { queue: 'serial' }));
+    const outcomes = await Promise.all(jobs.map((j) => exec.execute(j, never())));
+    expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok', 'ok']);
+    // Each start follows the previous end: never two at once.
+    const events = (await lines(file)).map((l) => l.split(' ')[0]);
+    expect(events).toEqual(['start', 'end', 'start', 'end', 'start', 'end']);
+  });
+
+  it('reports a handler that throws as handler_error', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a');
+    const exec = await executor(prefix);
+    expect(await exec.execute(job('test_fail', {}), never())).toMatchObject({
+      status: 'error',
+      code: 'handler_error',
+      message: expect.stringContaining('failed on purpose'),
+      ranOn: 'w-a',
+    });
+  });
+
+  it('knows the handlers and the number of live workers', async () => {
+    const prefix = randomPrefix();
+    const a = await worker(prefix, 'w-a');
+    await worker(prefix, 'w-b');
+    const exec = await executor(prefix, { handlerCacheMs: 0 });
+    expect(await exec.workersAlive()).toBe(2);
+    const names = await exec.handlerNames();
+    for (const n of ['test_echo', 'test_sleep', 'test_side_effect', 'test_fail']) expect(names.has(n)).toBe(true);
+    await a.close();
+    expect(await exec.workersAlive()).toBe(1);
+  });
+
+  it('knows no handlers when no worker is alive', async () => {
+    const exec = await executor(randomPrefix(), { handlerCacheMs: 0 });
+    expect(await exec.workersAlive()).toBe(0);
+    expect((await exec.handlerNames()).size).toBe(0);
+  });
+
+  describe('when a call is cancelled', () => {
+    it('aborts the running handler on its worker and answers cancelled at once', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-cancel.log`);
+      const ac = new AbortController();
+      const pending = exec.execute(job('test_sleep', { ms: 20_000, file }), ac.signal);
+      await waitFor(async () => (await lines(file)).length === 1);
+      const t0 = Date.now();
+      ac.abort();
+      expect(await pending).toMatchObject({ status: 'error', code: 'cancelled' });
+      expect(Date.now() - t0).toBeLessThan(500);
+      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted')));
+    });
+
+    it('removes a call still waiting in the queue, so it never runs', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-waiting.log`);
+      const busy = exec.execute(job('test_side_effect', { ms: 800, file, tag: 'first' }, { queue: 'serial' }), never());
+      await waitFor(async () => (await lines(file)).length === 1);
+      const ac = new AbortController();
+      const queued = exec.execute(
+        job('test_side_effect', { ms: 10, file, tag: 'second' }, { queue: 'serial' }),
+        ac.signal,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      ac.abort();
+      expect(await queued).toMatchObject({ status: 'error', code: 'cancelled' });
+      expect((await busy).status).toBe('ok');
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await lines(file)).filter((l) => l.includes('second'))).toEqual([]);
+    });
+
+    it('answers cancelled without enqueueing when the signal is already aborted', async () => {
+      const exec = await executor(randomPrefix());
+      const ac = new AbortController();
+      ac.abort();
+      expect(await exec.execute(job('test_echo', {}), ac.signal)).toMatchObject({ status: 'error', code: 'cancelled' });
+    });
+  });
+
+  describe('idempotent enqueue', () => {
+    it('runs a call once when two coordinators enqueue the same round and call index', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      await worker(prefix, 'w-b');
+      const first = await executor(prefix, { coordinatorId: 'c-one' });
+      const second = await executor(prefix, { coordinatorId: 'c-two' });
+      const file = path.join(dir, `${prefix}-idem.log`);
+      const j = job('test_sleep', { ms: 300, file });
+      const [a, b] = await Promise.all([first.execute(j, never()), second.execute(j, never())]);
+      expect(a).toEqual(b);
+      expect(a.status).toBe('ok');
+      const again = await first.execute(j, never());
+      expect(again).toEqual(a);
+      expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    });
+  });
+
+  it('times a call out when no worker takes it before its deadline', async () => {
+    const exec = await executor(randomPrefix(), { overdueGraceMs: 200 });
+    const outcome = await exec.execute(job('test_echo', {}, { timeoutMs: 300 }), never());
+    expect(outcome).toMatchObject({ status: 'error', code: 'timeout', message: expect.stringContaining('no worker') });
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,29 @@
+// A worker in its own OS process, for fault tests: `node --conditions=source --import tsx test/support/worker-proc.ts`.
+// Env: REDIS_URL, TD_PREFIX, WORKER_ID, and optionally LOCK_MS, STALLED_MS, CONCURRENCY.
+// Prints `ready <id>` once it consumes; SIGTERM closes it gracefully.
+import { startWorker } from '../../packages/worker/src/consume.js';
+import { testRegistry } from './test-handlers.js';
+
+const env = process.env;
+const optionalNumber = (v: string | undefined) => (v ? { value: Number(v) } : undefined);
+const lock = optionalNumber(env.LOCK_MS);
+const stalled = optionalNumber(env.STALLED_MS);
+
+const worker = await startWorker({
+  redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  prefix: env.TD_PREFIX ?? 'td',
+  registry: testRegistry(),
+  config: { httpAllow: [], searchUrl: undefined },
+  concurrency: Number(env.CONCURRENCY ?? 4),
+  ...(env.WORKER_ID ? { id: env.WORKER_ID } : {}),
+  ...(lock ? { lockDurationMs: lock.value } : {}),
+  ...(stalled ? { stalledIntervalMs: stalled.value } : {}),
+  onError: (e) => process.stderr.write(`worker error: ${e.message}\n`),
+});
+process.stdout.write(`ready ${worker.id}\n`);
+process.once('SIGTERM', () => {
+  worker.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+});
