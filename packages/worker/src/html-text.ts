@@ -66,7 +66,7 @@ export function htmlTitle(html: string): string | undefined {
  */
 export function htmlToText(html: string): string {
   let text = html
-    .replace(/\u0000/g, '')
+    .replace(/\uE000/g, '')
     .replace(/<!--[\s\S]*?(-->|$)/g, ' ')
     .replace(/<!\[CDATA\[[\s\S]*?(\]\]>|$)/g, ' ');
   for (const tag of HIDDEN) {
@@ -76,11 +76,11 @@ export function htmlToText(html: string): string {
   const preformatted: string[] = [];
   text = text.replace(/<pre\b[^>]*>([\s\S]*?)(<\/pre\s*>|$)/gi, (_whole, inner: string) => {
     preformatted.push(decodeEntities(stripTags(inner)).replace(/^\n|\s+$/g, ''));
-    return `<div>\u0000${preformatted.length - 1}\u0000</div>`;
+    return `<div>\uE000${preformatted.length - 1}\uE000</div>`;
   });
   text = text.replace(/[ \t\r\n\f]+/g, ' '); // source line breaks are spaces in HTML
   text = stripTags(text.replace(new RegExp(`<\\/?(?:${BLOCKS})\\b[^>]*>`, 'gi'), '\n'));
-  return collapse(decodeEntities(text)).replace(/\u0000(\d+)\u0000/g, (_w, i: string) => preformatted[Number(i)] ?? '');
+  return collapse(decodeEntities(text)).replace(/\uE000(\d+)\uE000/g, (_w, i: string) => preformatted[Number(i)] ?? '');
 }
 
 function stripTags(html: string): string {

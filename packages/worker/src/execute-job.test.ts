@@ -1,0 +1,239 @@
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ExecJob, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import { MAX_OUTPUT_BYTES, ToolError } from '@tool-dispatch/shared';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runJob } from './execute-job.js';
+import { createBuiltinRegistry, HandlerRegistry } from './registry.js';
+import { makeWorkspace } from './test-support.js';
+
+const config: HandlerConfig = { httpAllow: [], searchUrl: undefined };
+let ws: { dir: string; cleanup: () => Promise<void> };
+
+beforeEach(async () => {
+  ws = await makeWorkspace();
+});
+afterEach(() => ws.cleanup());
+
+function job(name: string, overrides: Partial<ExecJob> = {}): ExecJob {
+  return {
+    session: 's1',
+    tenant: 't1',
+    run: 'r1',
+    round: 'rnd_1',
+    callId: 'c1',
+    callIndex: 0,
+    name,
+    args: {},
+    workspace: ws.dir,
+    queue: 'concurrent',
+    timeoutMs: 5000,
+    ...overrides,
+  };
+}
+
+function registryWith(name: string, handler: Handler): HandlerRegistry {
+  const registry = new HandlerRegistry();
+  registry.register(name, handler);
+  return registry;
+}
+
+const never = new AbortController().signal;
+const run = (registry: HandlerRegistry, j: ExecJob, signal = never, settleGraceMs = 200) =>
+  runJob(registry, j, signal, config, 'test-worker', { settleGraceMs });
+
+describe('runJob', () => {
+  it('returns ok with the output, the duration and where it ran', async () => {
+    const registry = registryWith('echo', async (args) => ({ got: args }));
+    const outcome = await run(registry, job('echo', { args: { a: 1 } }));
+    expect(outcome).toMatchObject({ status: 'ok', output: { got: { a: 1 } }, ranOn: 'test-worker' });
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('gives the handler a context built from the job', async () => {
+    let seen: HandlerContext | undefined;
+    const registry = registryWith('peek', async (_args, ctx) => {
+      seen = ctx;
+      return null;
+    });
+    await runJob(registry, job('peek', { timeoutMs: 1234 }), never, { httpAllow: ['x:1'], searchUrl: 'http://s' }, 'w');
+    expect(seen).toMatchObject({
+      workspace: ws.dir,
+      session: 's1',
+      tenant: 't1',
+      run: 'r1',
+      round: 'rnd_1',
+      callId: 'c1',
+      timeoutMs: 1234,
+      config: { httpAllow: ['x:1'], searchUrl: 'http://s' },
+    });
+    expect(seen?.signal.aborted).toBe(false);
+  });
+
+  it('answers handler_error for a tool with no registered handler', async () => {
+    await expect(run(new HandlerRegistry(), job('nope'))).resolves.toMatchObject({
+      status: 'error',
+      code: 'handler_error',
+      message: 'no handler registered for nope',
+    });
+  });
+
+  it('creates the workspace directory before running', async () => {
+    const workspace = path.join(ws.dir, 'tenant', 'session');
+    const registry = registryWith('check', async (_args, ctx) => (await stat(ctx.workspace)).isDirectory());
+    await expect(run(registry, job('check', { workspace }))).resolves.toMatchObject({ status: 'ok', output: true });
+  });
+
+  describe('when the handler throws', () => {
+    it('keeps the code, message and details of a ToolError', async () => {
+      const registry = registryWith('t', async () => {
+        throw new ToolError('handler_error', 'the file is locked', { path: 'a' });
+      });
+      await expect(run(registry, job('t'))).resolves.toMatchObject({
+        status: 'error',
+        code: 'handler_error',
+        message: 'the file is locked',
+        details: { path: 'a' },
+      });
+    });
+
+    it('turns any other throw into handler_error with its message', async () => {
+      const registry = registryWith('t', async () => {
+        throw new TypeError('cannot read properties of undefined');
+      });
+      await expect(run(registry, job('t'))).resolves.toMatchObject({
+        status: 'error',
+        code: 'handler_error',
+        message: 'cannot read properties of undefined',
+      });
+    });
+
+    it('catches a handler that throws synchronously', async () => {
+      const registry = registryWith('t', (() => {
+        throw new Error('sync boom');
+      }) as unknown as Handler);
+      await expect(run(registry, job('t'))).resolves.toMatchObject({ code: 'handler_error', message: 'sync boom' });
+    });
+
+    it('does not let a handler claim worker_lost', async () => {
+      const registry = registryWith('t', async () => {
+        throw new ToolError('worker_lost', 'lies');
+      });
+      await expect(run(registry, job('t'))).resolves.toMatchObject({ code: 'handler_error' });
+    });
+  });
+
+  describe('when the deadline passes', () => {
+    it('reports timeout for a handler that ignores its signal, noting it may still be running', async () => {
+      const registry = registryWith('stuck', () => new Promise(() => {}));
+      const started = Date.now();
+      const outcome = await run(registry, job('stuck', { timeoutMs: 150 }));
+      expect(outcome).toMatchObject({
+        status: 'error',
+        code: 'timeout',
+        message: 'stuck passed its deadline of 150 ms; it ignored the stop signal and may still be running',
+      });
+      expect(Date.now() - started).toBeLessThan(150 + 200 + 500);
+    });
+
+    it('reports timeout without the note when the handler stops on its signal', async () => {
+      const registry = registryWith('polite', (_args, ctx) => {
+        return new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener('abort', () => reject(new Error('stopped')));
+        });
+      });
+      await expect(run(registry, job('polite', { timeoutMs: 100 }))).resolves.toMatchObject({
+        code: 'timeout',
+        message: 'polite passed its deadline of 100 ms',
+      });
+    });
+
+    it("keeps a stopped handler's own timeout message and details", async () => {
+      const registry = createBuiltinRegistry();
+      const outcome = await run(
+        registry,
+        job('run_command', { args: { command: 'echo hi; sleep 30' }, timeoutMs: 300 }),
+      );
+      expect(outcome).toMatchObject({
+        code: 'timeout',
+        message: expect.stringMatching(/deadline.*process group killed/),
+        details: { stdout: 'hi\n' },
+      });
+    });
+  });
+
+  describe('when the caller cancels', () => {
+    it('reports cancelled, not timeout', async () => {
+      const controller = new AbortController();
+      const registry = registryWith('polite', (_args, ctx) => {
+        return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+      });
+      setTimeout(() => controller.abort(), 50);
+      await expect(run(registry, job('polite', { timeoutMs: 5000 }), controller.signal)).resolves.toMatchObject({
+        status: 'error',
+        code: 'cancelled',
+        message: 'the call was cancelled',
+      });
+    });
+
+    it('reports cancelled for a handler that ignores its signal, noting it may still be running', async () => {
+      const controller = new AbortController();
+      const registry = registryWith('stuck', () => new Promise(() => {}));
+      setTimeout(() => controller.abort(), 50);
+      await expect(run(registry, job('stuck'), controller.signal)).resolves.toMatchObject({
+        code: 'cancelled',
+        message: expect.stringMatching(/may still be running/),
+      });
+    });
+
+    it('does not start the handler when the signal is already aborted', async () => {
+      let ran = false;
+      const registry = registryWith('t', async () => {
+        ran = true;
+      });
+      await expect(run(registry, job('t'), AbortSignal.abort())).resolves.toMatchObject({ code: 'cancelled' });
+      expect(ran).toBe(false);
+    });
+  });
+
+  describe('when the output is too large or not JSON', () => {
+    it('answers handler_error naming the size and the limit', async () => {
+      const registry = registryWith('big', async () => ({ s: 'x'.repeat(MAX_OUTPUT_BYTES) }));
+      await expect(run(registry, job('big'))).resolves.toMatchObject({
+        status: 'error',
+        code: 'handler_error',
+        message: `the tool's output is ${MAX_OUTPUT_BYTES + 8} bytes, over the limit of ${MAX_OUTPUT_BYTES} bytes`,
+      });
+    });
+
+    it('answers handler_error for output that cannot be serialised', async () => {
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      const registry = registryWith('cyc', async () => cyclic);
+      await expect(run(registry, job('cyc'))).resolves.toMatchObject({
+        code: 'handler_error',
+        message: expect.stringMatching(/not JSON/),
+      });
+    });
+
+    it('returns the output as JSON would carry it, as in distributed mode', async () => {
+      const registry = registryWith('d', async () => ({ at: new Date(0), gone: undefined }));
+      await expect(run(registry, job('d'))).resolves.toMatchObject({
+        status: 'ok',
+        output: { at: '1970-01-01T00:00:00.000Z' },
+      });
+    });
+  });
+
+  it('runs a built-in end to end through the registry', async () => {
+    const registry = createBuiltinRegistry();
+    const edit = await run(registry, job('edit_file', { args: { path: 'x/y.txt', content: 'hey' } }));
+    expect(edit).toMatchObject({ status: 'ok', output: { path: 'x/y.txt', bytes: 3, created: true } });
+    expect(await readFile(path.join(ws.dir, 'x/y.txt'), 'utf8')).toBe('hey');
+    await expect(run(registry, job('read_files', { args: { paths: ['../etc/passwd'] } }))).resolves.toMatchObject({
+      status: 'error',
+      code: 'handler_error',
+      message: expect.stringMatching(/escapes the session workspace/),
+    });
+  });
+});

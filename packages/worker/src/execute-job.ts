@@ -1,0 +1,149 @@
+import { mkdir } from 'node:fs/promises';
+import type { ExecJob, ExecOutcome, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import { DEFAULT_TOOL_TIMEOUT_MS, isToolError, MAX_OUTPUT_BYTES } from '@tool-dispatch/shared';
+import { errorMessage } from './node-error.js';
+import type { HandlerRegistry } from './registry.js';
+
+/**
+ * After the deadline or a cancel, how long a handler gets to wind down (a command's process
+ * group gets SIGTERM, then SIGKILL after KILL_GRACE_MS) before it is reported as still running.
+ */
+export const SETTLE_GRACE_MS = 2000;
+/** setTimeout's largest delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+export interface RunJobOptions {
+  /** Overrides SETTLE_GRACE_MS (tests). */
+  settleGraceMs?: number;
+}
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Runs one call on this process: the one path embedded and BullMQ workers share. Never throws:
+ * every failure is an outcome. `signal` is the caller's (run cancelled); the deadline is the
+ * job's `timeoutMs`. A handler that ignores its signal is still reported when the deadline passes.
+ */
+export async function runJob(
+  registry: HandlerRegistry,
+  job: ExecJob,
+  signal: AbortSignal,
+  config: HandlerConfig,
+  ranOn: string,
+  options: RunJobOptions = {},
+): Promise<ExecOutcome> {
+  const started = performance.now();
+  const fail = (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown): ExecOutcome => ({
+    status: 'error',
+    code,
+    message,
+    ...(details === undefined ? {} : { details }),
+    durationMs: Math.round(performance.now() - started),
+    ranOn,
+  });
+
+  const handler = registry.get(job.name);
+  if (!handler) return fail('handler_error', `no handler registered for ${job.name}`);
+  if (signal.aborted) return fail('cancelled', 'the call was cancelled before it started');
+  try {
+    await mkdir(job.workspace, { recursive: true });
+  } catch (e) {
+    return fail('handler_error', `cannot create the session workspace: ${errorMessage(e)}`);
+  }
+
+  const timeoutMs = Number.isFinite(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : DEFAULT_TOOL_TIMEOUT_MS;
+  const deadline = AbortSignal.timeout(Math.min(timeoutMs, MAX_TIMER_MS));
+  const combined = AbortSignal.any([signal, deadline]);
+  const ctx = contextFor(job, combined, timeoutMs, config);
+  const stop = withAbortListener(combined);
+  let graceTimer: NodeJS.Timeout | undefined;
+  try {
+    const settled: Promise<Settled> = Promise.resolve()
+      .then(function runHandler() {
+        return handler(job.args, ctx);
+      })
+      .then(
+        (value) => ({ ok: true, value }),
+        (error: unknown) => ({ ok: false, error }),
+      );
+    const first = await Promise.race([settled, stop.aborted]);
+    if (first !== 'aborted' && first.ok) {
+      const output = serialiseOutput(first.value);
+      if ('problem' in output) return fail('handler_error', output.problem);
+      return { status: 'ok', output: output.value, durationMs: Math.round(performance.now() - started), ranOn };
+    }
+    if (first !== 'aborted' && !first.ok && !combined.aborted) return fromThrown(first.error, fail);
+
+    // Stopped. Classify by which signal fired, never by what the handler threw.
+    const grace = new Promise<'still running'>((resolve) => {
+      graceTimer = setTimeout(() => resolve('still running'), options.settleGraceMs ?? SETTLE_GRACE_MS);
+    });
+    const after = first === 'aborted' ? await Promise.race([settled, grace]) : first;
+    const code = signal.aborted ? 'cancelled' : 'timeout';
+    const stillRunning = after === 'still running';
+    const own =
+      !stillRunning && !after.ok && isToolError(after.error) && after.error.code === code ? after.error : null;
+    if (own) return fail(code, own.message, own.details);
+    const what = code === 'cancelled' ? 'the call was cancelled' : `${job.name} passed its deadline of ${timeoutMs} ms`;
+    return fail(code, stillRunning ? `${what}; it ignored the stop signal and may still be running` : what);
+  } finally {
+    stop.dispose();
+    clearTimeout(graceTimer);
+  }
+}
+
+function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {
+  return {
+    signal,
+    workspace: job.workspace,
+    session: job.session,
+    tenant: job.tenant,
+    run: job.run,
+    round: job.round,
+    callId: job.callId,
+    timeoutMs,
+    config,
+  };
+}
+
+/** A promise that resolves when `signal` aborts, and a way to drop its listener. */
+function withAbortListener(signal: AbortSignal): { aborted: Promise<'aborted'>; dispose: () => void } {
+  let onAbort: () => void = () => {};
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+function fromThrown(
+  error: unknown,
+  fail: (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown) => ExecOutcome,
+): ExecOutcome {
+  if (isToolError(error)) {
+    // worker_lost is the coordinator's verdict, never a handler's.
+    const code = error.code === 'worker_lost' ? 'handler_error' : error.code;
+    return fail(code, error.message, error.details);
+  }
+  const message = errorMessage(error);
+  return fail('handler_error', message || (error instanceof Error ? error.name : 'the handler failed'));
+}
+
+/**
+ * The output as it will cross the wire: JSON round-tripped, so embedded and distributed
+ * modes return the same value, and refused past MAX_OUTPUT_BYTES.
+ */
+function serialiseOutput(value: unknown): { value: unknown } | { problem: string } {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value ?? null);
+  } catch (e) {
+    return { problem: `the tool's output is not JSON: ${errorMessage(e)}` };
+  }
+  if (json === undefined) return { problem: 'the tool returned no JSON output' };
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_OUTPUT_BYTES) {
+    return { problem: `the tool's output is ${bytes} bytes, over the limit of ${MAX_OUTPUT_BYTES} bytes` };
+  }
+  return { value: JSON.parse(json) };
+}
