@@ -33,7 +33,7 @@ export async function runJob(
   options: RunJobOptions = {},
 ): Promise<ExecOutcome> {
   const started = performance.now();
-  const fail = (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown): ExecOutcome => ({
+  const fail: Fail = (code, message, details) => ({
     status: 'error',
     code,
     message,
@@ -74,22 +74,36 @@ export async function runJob(
     }
     if (first !== 'aborted' && !first.ok && !combined.aborted) return fromThrown(first.error, fail);
 
-    // Stopped. Classify by which signal fired, never by what the handler threw.
+    // Stopped: give the handler a moment to wind down, then classify by which signal fired.
     const grace = new Promise<'still running'>((resolve) => {
       graceTimer = setTimeout(() => resolve('still running'), options.settleGraceMs ?? SETTLE_GRACE_MS);
     });
     const after = first === 'aborted' ? await Promise.race([settled, grace]) : first;
-    const code = signal.aborted ? 'cancelled' : 'timeout';
-    const stillRunning = after === 'still running';
-    const own =
-      !stillRunning && !after.ok && isToolError(after.error) && after.error.code === code ? after.error : null;
-    if (own) return fail(code, own.message, own.details);
-    const what = code === 'cancelled' ? 'the call was cancelled' : `${job.name} passed its deadline of ${timeoutMs} ms`;
-    return fail(code, stillRunning ? `${what}; it ignored the stop signal and may still be running` : what);
+    return reportStopped({ name: job.name, timeoutMs, cancelled: signal.aborted, after, fail });
   } finally {
     stop.dispose();
     clearTimeout(graceTimer);
   }
+}
+
+type Fail = (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown) => ExecOutcome;
+
+/** The outcome of a call stopped by the caller (`cancelled`) or by its deadline (`timeout`). */
+function reportStopped(stop: {
+  name: string;
+  timeoutMs: number;
+  cancelled: boolean;
+  after: Settled | 'still running';
+  fail: Fail;
+}): ExecOutcome {
+  const { after, fail } = stop;
+  const code = stop.cancelled ? 'cancelled' : 'timeout';
+  // A handler that stopped with its own word on it (a command's partial output) keeps it.
+  if (after !== 'still running' && !after.ok && isToolError(after.error) && after.error.code === code) {
+    return fail(code, after.error.message, after.error.details);
+  }
+  const what = stop.cancelled ? 'the call was cancelled' : `${stop.name} passed its deadline of ${stop.timeoutMs} ms`;
+  return fail(code, after === 'still running' ? `${what}; it ignored the stop signal and may still be running` : what);
 }
 
 function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {
@@ -116,10 +130,7 @@ function withAbortListener(signal: AbortSignal): { aborted: Promise<'aborted'>; 
   return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
-function fromThrown(
-  error: unknown,
-  fail: (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown) => ExecOutcome,
-): ExecOutcome {
+function fromThrown(error: unknown, fail: Fail): ExecOutcome {
   if (isToolError(error)) {
     // worker_lost is the coordinator's verdict, never a handler's.
     const code = error.code === 'worker_lost' ? 'handler_error' : error.code;
