@@ -65,6 +65,7 @@ const EVENT_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 const enc = encodeURIComponent;
+const DEFAULT_RETRY_MS = 1000;
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -242,7 +243,7 @@ export class TdClient {
     const reconnect = options.reconnect ?? true;
     const path = `/v1/sessions/${enc(session)}/events`;
     let lastEventId = options.lastEventId;
-    let retryMs = options.retryMs ?? 1000;
+    let retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
     try {
       while (!signal.aborted) {
         const headers: Record<string, string> = { accept: 'text/event-stream' };
@@ -274,7 +275,8 @@ export class TdClient {
           if (!reconnect) throw e;
         }
         if (!reconnect) return;
-        retryMs = parser.retryMs ?? retryMs;
+        // The server's `retry:` applies unless the caller chose a delay.
+        if (options.retryMs === undefined) retryMs = parser.retryMs ?? retryMs;
         await sleep(retryMs, signal);
       }
     } finally {
