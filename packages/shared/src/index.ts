@@ -106,6 +106,7 @@ export {
   SPAN_ROUND,
   SpanKind,
   SpanStatusCode,
+  setSpanOutcome,
   setSpanResult,
   TRACER_NAME,
   withSpan,

@@ -17,6 +17,7 @@ import {
   recordCallEvents,
   resolveTracingConfig,
   SpanStatusCode,
+  setSpanOutcome,
   setSpanResult,
   type Tracing,
 } from './tracing.js';
@@ -188,6 +189,19 @@ describe('when tracing is on', () => {
       [ATTR_ERROR_TYPE]: 'timeout',
     });
     expect(span?.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('records an executor outcome with its error code and the worker it ran on', async () => {
+    const t = start();
+    await t.withSpan('execute fetch_page', (span) =>
+      setSpanOutcome(span, { status: 'error', code: 'worker_lost', message: 'gone', durationMs: 5, ranOn: 'w-1' }),
+    );
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.attributes).toMatchObject({
+      [ATTR_STATUS]: 'error',
+      [ATTR_ERROR_TYPE]: 'worker_lost',
+      'td.worker': 'w-1',
+    });
   });
 
   it('makes dedupe and cache hits visible on the preflight span, per call and in total', async () => {

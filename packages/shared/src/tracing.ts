@@ -27,6 +27,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import type { ExecOutcome } from './execution.js';
 import type { ResultError, Status } from './result.js';
 
 /** Name of the instrumentation scope every tool-dispatch span is created under. */
@@ -378,6 +379,17 @@ export function setSpanResult(span: Span, result: Omit<CallOutcome, 'id' | 'name
     span.setAttribute(ATTR_ERROR_TYPE, result.error?.code ?? 'handler_error');
     span.setStatus({ code: SpanStatusCode.ERROR, ...(result.error ? { message: result.error.message } : {}) });
   }
+}
+
+/** `setSpanResult` for an executor's outcome (`{status: 'error', code, message}`), on the worker's execute span. */
+export function setSpanOutcome(span: Span, outcome: ExecOutcome): void {
+  setSpanResult(
+    span,
+    outcome.status === 'ok'
+      ? { status: 'ok' }
+      : { status: 'error', error: { code: outcome.code, message: outcome.message } },
+  );
+  if (outcome.ranOn !== undefined) span.setAttribute(ATTR_WORKER, outcome.ranOn);
 }
 
 /**
