@@ -183,8 +183,9 @@ export class QueueExecutor implements Executor {
     return this.handlersRead.names;
   }
 
-  /** How many workers announced themselves within their TTL. */
+  /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
   async workersAlive(): Promise<number> {
+    if (this.redis.status !== 'ready') return 0;
     return this.redis.zcount(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
   }
 
