@@ -1,5 +1,4 @@
 // The worker package's only door: named exports, types with `export type`.
-// consume.ts (the BullMQ consumer) is exported from here when it lands.
 
 export type { RunningWorker, StartWorkerOptions } from './consume.js';
 export { startWorker } from './consume.js';
