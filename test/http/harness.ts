@@ -4,7 +4,7 @@ import path from 'node:path';
 import { TdClient } from '@tool-dispatch/client';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
 import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
-import { createEngine } from '../../packages/coordinator/src/embedded.js';
+import { type CreateEngineOptions, createEngine } from '../../packages/coordinator/src/embedded.js';
 import { type BuildServerOptions, buildServer } from '../../packages/coordinator/src/http/server.js';
 
 export interface Harness {
@@ -28,6 +28,8 @@ export interface ApiAnswer {
 export interface HarnessOptions {
   config?: DispatchConfigOptions;
   server?: Omit<BuildServerOptions, 'dispatcher'>;
+  /** Engine options beside its config (hooks, extra handlers). */
+  engine?: Omit<CreateEngineOptions, 'config'>;
   /** Wraps the engine (e.g. to override ready()). */
   wrap?: (engine: Dispatcher) => Dispatcher;
 }
@@ -37,7 +39,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const workspaceRoot = await mkdtemp(path.join(tmpdir(), 'td-http-'));
   // An empty environment: the test decides every setting.
   const config = resolveConfig({ workspaceRoot, ...options.config }, {});
-  const engine = await createEngine({ config });
+  const engine = await createEngine({ ...options.engine, config });
   const dispatcher = options.wrap ? options.wrap(engine) : engine;
   const app = await buildServer({ dispatcher, ...options.server });
   await app.listen({ port: 0, host: '127.0.0.1' });

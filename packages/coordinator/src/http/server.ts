@@ -1,4 +1,4 @@
-import { MAX_BODY_BYTES } from '@tool-dispatch/shared';
+import { MAX_BODY_BYTES, type Tracing } from '@tool-dispatch/shared';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
@@ -8,6 +8,7 @@ import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
+import { installRequestSpans } from './request-spans.js';
 import { registerRoundRoutes } from './round-routes.js';
 import { registerSessionRoutes } from './session-routes.js';
 import type { SseOptions, SseStream } from './sse.js';
@@ -32,6 +33,8 @@ export interface BuildServerOptions {
   onInternalError?: (error: unknown) => void;
   /** Event-stream tuning (heartbeat interval, slow-client buffer cap). */
   sse?: SseOptions;
+  /** When enabled, one SERVER span per /v1 and /admin request, parent of the engine's round span. */
+  tracing?: Pick<Tracing, 'enabled' | 'withSpan'>;
 }
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
@@ -80,6 +83,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
       }
     });
   }
+
+  if (options.tracing) installRequestSpans(app, options.tracing);
 
   const streams = new Set<SseStream>();
   // Open event streams would keep server.close() waiting forever; end them first.
