@@ -57,8 +57,13 @@ async function tryContainer(reasons: string[]): Promise<TestRedis | undefined> {
   }
   let tc: typeof import('testcontainers');
   try {
-    // Loaded lazily: testcontainers' HTTP client needs newer Node than some hosts run.
+    // Loaded lazily: testcontainers' HTTP client (undici 8) does not load on every Node 20.
     tc = await import('testcontainers');
+  } catch (e) {
+    reasons.push(`testcontainers did not load on Node ${process.version}: ${firstLine(e)}`);
+    return undefined;
+  }
+  try {
     await withTimeout(tc.getContainerRuntimeClient(), DOCKER_PROBE_MS, 'the Docker probe');
   } catch (e) {
     reasons.push(`no Docker engine answered for testcontainers: ${firstLine(e)}`);
