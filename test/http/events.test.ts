@@ -1,5 +1,5 @@
+import type { Dispatcher } from '@tool-dispatch/coordinator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
 import {
   fetchSchemas,
   type Harness,

@@ -2,10 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TdClient } from '@tool-dispatch/client';
+import {
+  type BuildServerOptions,
+  buildServer,
+  type CreateEngineOptions,
+  createEngine,
+  type Dispatcher,
+} from '@tool-dispatch/coordinator';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
-import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
-import { type CreateEngineOptions, createEngine } from '../../packages/coordinator/src/embedded.js';
-import { type BuildServerOptions, buildServer } from '../../packages/coordinator/src/http/server.js';
 
 export interface Harness {
   base: string;

@@ -1,5 +1,5 @@
+import type { Dispatcher } from '@tool-dispatch/coordinator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Dispatcher } from '../../packages/coordinator/src/dispatcher.js';
 import { type Harness, putSession, startHarness, tapEvents, uid } from './harness.js';
 
 const TOKEN = 'test-token-0123456789';
