@@ -17,6 +17,17 @@ export interface RunJobOptions {
   settleGraceMs?: number;
 }
 
+/** Workspaces this process already created: one mkdir per workspace, not per call (bounded). */
+const madeWorkspaces = new Set<string>();
+const MAX_REMEMBERED_WORKSPACES = 10_000;
+
+async function ensureWorkspace(dir: string): Promise<void> {
+  if (madeWorkspaces.has(dir)) return;
+  await mkdir(dir, { recursive: true });
+  if (madeWorkspaces.size >= MAX_REMEMBERED_WORKSPACES) madeWorkspaces.clear();
+  madeWorkspaces.add(dir);
+}
+
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
@@ -46,7 +57,7 @@ export async function runJob(
   if (!handler) return fail('handler_error', `no handler registered for ${job.name}`);
   if (signal.aborted) return fail('cancelled', 'the call was cancelled before it started');
   try {
-    await mkdir(job.workspace, { recursive: true });
+    await ensureWorkspace(job.workspace);
   } catch (e) {
     return fail('handler_error', `cannot create the session workspace: ${errorMessage(e)}`);
   }

@@ -15,6 +15,12 @@ describe('calculate', () => {
     ['max(1, 7, 3) / 2', 3.5],
     ['round(10 / 3, 2)', 3.33],
     ['1e3 * 1.5', 1500],
+    ['2^3^2', 512],
+    ['-2^2', -4],
+    ['2 ** 10', 1024],
+    ['log(8, 2) + ln(e)', 4],
+    ['gamma(5)', 24],
+    ['.5 + 3(2)', 6.5],
   ])('evaluates %s', async (expression, value) => {
     await expect(calc(expression)).resolves.toEqual({ value });
   });
@@ -38,6 +44,10 @@ describe('calculate', () => {
     ])('refuses %s', async (expression, message) => {
       await expect(calc(expression)).rejects.toMatchObject({ code: 'handler_error', message });
     });
+  });
+
+  it('refuses an expression nested deeper than the limit, without overflowing the stack', async () => {
+    await expect(calc(`${'('.repeat(5000)}1${')'.repeat(5000)}`)).rejects.toMatchObject({ message: /nested deeper/ });
   });
 
   it('refuses a result that is not finite', async () => {
