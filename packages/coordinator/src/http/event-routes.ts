@@ -8,7 +8,8 @@ import { parseLastEventId } from './validate.js';
 export async function registerEventRoutes(app: FastifyInstance, ctx: RouteContext): Promise<void> {
   const { dispatcher, streams } = ctx;
 
-  app.get('/v1/sessions/:session/events', async function streamEvents(request, reply) {
+  // No HEAD twin: a HEAD would subscribe and hold a stream open that can carry no body.
+  app.get('/v1/sessions/:session/events', { exposeHeadRoute: false }, async function streamEvents(request, reply) {
     const session = pathId(request, 'session', 'the session id');
     const lastEventId = parseLastEventId(request.headers['last-event-id'], request.query);
     await requireSession(dispatcher, session);
