@@ -39,7 +39,11 @@ async function worker(prefix: string, id: string, concurrency = 4): Promise<Runn
 
 async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}): Promise<QueueExecutor> {
   const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200, ...over });
-  closers.push(() => e.close());
+  closers.push(async () => {
+    // BullMQ's own queue keys have no TTL: remove them, in case this Redis is shared (REDIS_URL).
+    await Promise.all(Object.values(e.queues).map((q) => q.obliterate({ force: true }).catch(() => undefined)));
+    await e.close();
+  });
   await e.waitUntilReady();
   return e;
 }

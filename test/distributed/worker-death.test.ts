@@ -77,7 +77,11 @@ function spawnWorker(prefix: string, id: string): Promise<WorkerProcess> {
 
 async function executor(prefix: string): Promise<QueueExecutor> {
   const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200 });
-  closers.push(() => e.close());
+  closers.push(async () => {
+    // BullMQ's own queue keys have no TTL: remove them, in case this Redis is shared (REDIS_URL).
+    await Promise.all(Object.values(e.queues).map((q) => q.obliterate({ force: true }).catch(() => undefined)));
+    await e.close();
+  });
   await e.waitUntilReady();
   return e;
 }

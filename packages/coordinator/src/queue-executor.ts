@@ -207,6 +207,8 @@ export class QueueExecutor implements Executor {
     this.reader.disconnect();
     await this.readLoop?.catch(() => undefined);
     await Promise.all(Object.values(this.queues).map((q) => q.close().catch(() => undefined)));
+    // Nothing waits on this coordinator's results any more.
+    await this.redis.del(this.resultsKey).catch(() => undefined);
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
