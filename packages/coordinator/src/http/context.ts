@@ -9,6 +9,8 @@ export interface RouteContext {
   dispatcher: Dispatcher;
   /** Open event streams, ended on shutdown. */
   streams: Set<SseStream>;
+  /** Set once the server is closing: no new event streams then. */
+  closing: { value: boolean };
   sse: SseOptions;
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { DispatchEvent } from '../events.js';
 import { pathId, type RouteContext, requireSession } from './context.js';
+import { HttpError } from './errors.js';
 import { openSseStream, type SseStream } from './sse.js';
 import { parseLastEventId } from './validate.js';
 
@@ -12,6 +13,8 @@ export async function registerEventRoutes(app: FastifyInstance, ctx: RouteContex
   app.get('/v1/sessions/:session/events', { exposeHeadRoute: false }, async function streamEvents(request, reply) {
     const session = pathId(request, 'session', 'the session id');
     const lastEventId = parseLastEventId(request.headers['last-event-id'], request.query);
+    if (ctx.closing.value)
+      throw new HttpError(503, 'shutting_down', 'the coordinator is shutting down; reconnect to another');
     await requireSession(dispatcher, session);
 
     // Subscribe before answering, so a failure is still a JSON error; events that arrive in
@@ -24,12 +27,13 @@ export async function registerEventRoutes(app: FastifyInstance, ctx: RouteContex
     });
     // The client may have left while we subscribed (the request stream itself ends early, so
     // look at the socket).
-    if (reply.raw.destroyed || (reply.raw.socket?.destroyed ?? true)) {
+    const gone = reply.raw.destroyed || (reply.raw.socket?.destroyed ?? true);
+    reply.hijack();
+    if (gone || ctx.closing.value) {
       unsubscribe();
+      reply.raw.destroy();
       return reply;
     }
-
-    reply.hijack();
     const opened = openSseStream(reply.raw, ctx.sse);
     stream = opened;
     for (const event of early.splice(0)) opened.send(event);

@@ -87,12 +87,14 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   if (options.tracing) installRequestSpans(app, options.tracing);
 
   const streams = new Set<SseStream>();
+  const closing = { value: false };
   // Open event streams would keep server.close() waiting forever; end them first.
   app.addHook('preClose', async function endEventStreams() {
+    closing.value = true;
     for (const stream of [...streams]) stream.end();
   });
 
-  const ctx: RouteContext = { dispatcher: options.dispatcher, streams, sse: options.sse ?? {} };
+  const ctx: RouteContext = { dispatcher: options.dispatcher, streams, closing, sse: options.sse ?? {} };
   await registerOperationRoutes(app, ctx, options.metricsText);
   await registerSessionRoutes(app, ctx);
   await registerRoundRoutes(app, ctx);
