@@ -1,6 +1,7 @@
 import {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   type DispatchConfig,
+  initTracing,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
   MAX_BODY_BYTES,
@@ -12,6 +13,9 @@ import {
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo } from './demo.js';
 import { distributedCoordinator, runWorkerProcess } from './distributed.js';
+import { createEngine } from './embedded.js';
+import { CoordinatorMetrics } from './metrics.js';
+import { observabilityHooks } from './observe.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
 
 const ENVIRONMENT = `
@@ -60,18 +64,34 @@ const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT)
 async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
   const config = configFrom(opts);
   const listenPort = opts.port ?? envPort(8080);
+  const tracing = initTracing('tool-dispatch-coordinator');
+  const metrics = new CoordinatorMetrics();
+  const hooks = observabilityHooks(tracing, metrics);
   if (config.mode === 'embedded') {
-    const running = await startCoordinator({ config, port: listenPort, host: opts.host, log });
+    const running = await startCoordinator({
+      config,
+      port: listenPort,
+      host: opts.host,
+      log,
+      makeEngine: (c) => createEngine({ config: c, hooks }),
+      metricsText: async () => metrics.metrics(),
+      tracing,
+      onClosed: () => tracing.shutdown(),
+    });
     log(`embedded mode: handlers run in this process; workspaces under ${config.workspaceRoot}`);
     exitOnSignals(running.stop, log);
     return;
   }
+  const workers = withWorkers ? (opts.workers ?? 2) : 0;
   const running = await distributedCoordinator({
     config,
     port: listenPort,
     host: opts.host,
     log,
-    workers: withWorkers ? (opts.workers ?? 2) : 0,
+    workers,
+    tracing,
+    metrics,
+    hooks,
   });
   exitOnSignals(running.stop, log);
 }

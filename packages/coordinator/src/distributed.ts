@@ -1,21 +1,165 @@
-import type { DispatchConfig } from '@tool-dispatch/shared';
-import type { RunningCoordinator } from './serve.js';
+import { type DispatchConfig, type HandlerConfig, initTracing, type Tracing } from '@tool-dispatch/shared';
+import {
+  createBuiltinRegistry,
+  type RunningWorker,
+  startMetricsServer,
+  startWorker,
+  WorkerMetrics,
+} from '@tool-dispatch/worker';
+import { Redis } from 'ioredis';
+import { RedisConfirmHub } from './confirm-redis.js';
+import { Engine, type EngineHooks } from './engine.js';
+import { RedisEventBus } from './events-redis.js';
+import { mountQueueDashboard } from './http/dashboard.js';
+import type { CoordinatorMetrics } from './metrics.js';
+import { QueueExecutor } from './queue-executor.js';
+import { type RunningCoordinator, startCoordinator } from './serve.js';
+import { RedisStore } from './store/redis.js';
 
-/** Distributed wiring (coordinator over BullMQ + Redis workers): filled in with the queue layer. */
-export async function distributedCoordinator(_options: {
+const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
+  httpAllow: config.httpAllow,
+  searchUrl: config.searchUrl,
+});
+
+function requireRedis(config: DispatchConfig): string {
+  if (!config.redisUrl) throw new Error('distributed mode needs REDIS_URL (e.g. redis://127.0.0.1:6379)');
+  return config.redisUrl;
+}
+
+/** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub and the BullMQ QueueExecutor. */
+export async function createDistributedEngine(
+  config: DispatchConfig,
+  options: { hooks?: EngineHooks; log?: (line: string) => void } = {},
+): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
+  const redisUrl = requireRedis(config);
+  const log = options.log ?? (() => {});
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3, lazyConnect: false });
+  let lastError = '';
+  redis.on('error', (e: Error) => {
+    if (e.message !== lastError) log(`redis: ${e.message}`);
+    lastError = e.message;
+  });
+  const prefix = config.prefix;
+  const executor = new QueueExecutor({ redisUrl, prefix, onError: (e) => log(`queue: ${e.message}`) });
+  await executor.waitUntilReady();
+  const engine = new Engine({
+    config,
+    executor,
+    store: new RedisStore({ redis, prefix }),
+    events: new RedisEventBus({ redis, prefix }),
+    confirmations: new RedisConfirmHub({ redis, prefix }),
+    workersAlive: () => executor.workersAlive(),
+    ...(options.hooks ? { hooks: options.hooks } : {}),
+  });
+  return { engine, executor, release: async () => void (await redis.quit().catch(() => undefined)) };
+}
+
+/** Queue depth and worker liveness, read from Redis at each scrape of /metrics. */
+function watchQueues(metrics: CoordinatorMetrics, executor: QueueExecutor): void {
+  metrics.onScrape(async function readQueueGauges() {
+    for (const [name, queue] of Object.entries(executor.queues)) {
+      metrics.setQueueJobCounts(
+        name,
+        await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized'),
+      );
+    }
+    metrics.setWorkersAlive(await executor.workersAlive());
+  });
+}
+
+/** `coordinator` (workers = 0) or `dev` with REDIS_URL (workers in this process). */
+export async function distributedCoordinator(options: {
   config: DispatchConfig;
   port: number;
   host: string;
   log: (line: string) => void;
   workers: number;
+  tracing: Tracing;
+  metrics: CoordinatorMetrics;
+  hooks: EngineHooks;
 }): Promise<RunningCoordinator> {
-  throw new Error('distributed mode is being wired; unset REDIS_URL to run embedded');
+  const { config, log, metrics } = options;
+  const workers: RunningWorker[] = [];
+  let release: (() => Promise<void>) | undefined;
+  let executor: QueueExecutor | undefined;
+  const running = await startCoordinator({
+    config,
+    port: options.port,
+    host: options.host,
+    log,
+    makeEngine: async () => {
+      const built = await createDistributedEngine(config, { hooks: options.hooks, log });
+      release = built.release;
+      executor = built.executor;
+      watchQueues(metrics, built.executor);
+      return built.engine;
+    },
+    metricsText: async () => metrics.metrics(),
+    extraRoutes: (app) => mountQueueDashboard(app, () => Object.values(executor?.queues ?? {})),
+    tracing: options.tracing,
+    onClosed: async () => {
+      await Promise.all(workers.map((w) => w.close()));
+      await release?.();
+      await options.tracing.shutdown();
+    },
+  });
+  for (let i = 0; i < options.workers; i++) {
+    workers.push(
+      await startWorker({
+        redisUrl: requireRedis(config),
+        prefix: config.prefix,
+        registry: createBuiltinRegistry(),
+        config: handlerConfigOf(config),
+        concurrency: config.workerConcurrency,
+        onError: (e) => log(`worker: ${e.message}`),
+      }),
+    );
+  }
+  log(
+    `distributed mode: queues on ${redactUrl(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
+  );
+  return running;
 }
 
-export async function runWorkerProcess(_options: {
+/** `tool-dispatch worker`: consumes both queues, serves /metrics, /healthz and /readyz on `port` (0 = off). */
+export async function runWorkerProcess(options: {
   config: DispatchConfig;
   port: number;
   log: (line: string) => void;
 }): Promise<{ stop(): Promise<void> }> {
-  throw new Error('the worker process is being wired');
+  const { config, log } = options;
+  const redisUrl = requireRedis(config);
+  const tracing = initTracing('tool-dispatch-worker');
+  const metrics = new WorkerMetrics();
+  const worker = await startWorker({
+    redisUrl,
+    prefix: config.prefix,
+    registry: createBuiltinRegistry(),
+    config: handlerConfigOf(config),
+    concurrency: config.workerConcurrency,
+    metrics,
+    onError: (e) => log(`worker: ${e.message}`),
+  });
+  const server =
+    options.port > 0 ? await startMetricsServer({ metrics, port: options.port, host: '0.0.0.0' }) : undefined;
+  log(
+    `worker ${worker.id} consuming ${config.prefix} queues on ${redactUrl(redisUrl)} (concurrency ${config.workerConcurrency}, serial 1)${server ? `; metrics on :${server.port}` : ''}`,
+  );
+  return {
+    stop: async () => {
+      await worker.close();
+      await server?.close();
+      await tracing.shutdown();
+    },
+  };
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'REDIS_URL';
+  }
 }

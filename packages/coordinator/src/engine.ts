@@ -60,6 +60,8 @@ export interface EngineHooks {
   /** Each committed result, with the call's resolved name. */
   result?(result: CallResult, planned: PlannedCall): void;
   roundsInProgress?(n: number): void;
+  /** Confirmations asked (+n) and decided (-n). */
+  confirmations?(delta: number): void;
 }
 
 interface ActiveRound {
@@ -309,7 +311,8 @@ export class Engine implements Dispatcher {
       const { session: _s, createdAt: _c, ...data } = item;
       await this.events.publish(state.id, 'confirm.requested', data);
     }
-    const decisions = await decided;
+    this.options.hooks?.confirmations?.(items.length);
+    const decisions = await decided.finally(() => this.options.hooks?.confirmations?.(-items.length));
     asking.forEach((p, i) => {
       const d = decisions[i];
       if (!d || d.approve) return;

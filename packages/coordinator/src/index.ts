@@ -15,6 +15,8 @@ export { RedisEventBus } from './events-redis.js';
 export type { BuildServerOptions } from './http/server.js';
 export { buildServer } from './http/server.js';
 export { LocalExecutor } from './local-executor.js';
+export { CoordinatorMetrics } from './metrics.js';
+export { observabilityHooks } from './observe.js';
 export { QueueExecutor } from './queue-executor.js';
 export type { RunningCoordinator, ServeOptions } from './serve.js';
 export { startCoordinator } from './serve.js';

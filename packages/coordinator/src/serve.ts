@@ -1,4 +1,4 @@
-import type { DispatchConfig } from '@tool-dispatch/shared';
+import type { DispatchConfig, Tracing } from '@tool-dispatch/shared';
 import type { FastifyInstance } from 'fastify';
 import { createEngine } from './embedded.js';
 import type { Engine } from './engine.js';
@@ -14,6 +14,8 @@ export interface ServeOptions {
   makeEngine?: (config: DispatchConfig) => Promise<Engine>;
   metricsText?: () => Promise<string>;
   extraRoutes?: (app: FastifyInstance) => Promise<void>;
+  /** Traces HTTP requests (the parent of each round's span) when enabled. */
+  tracing?: Tracing;
   /** Called after the engine closed, to release what makeEngine started (workers, connections). */
   onClosed?: () => Promise<void>;
 }
@@ -36,6 +38,7 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
     apiToken: options.config.apiToken,
     ...(options.metricsText ? { metricsText: options.metricsText } : {}),
     ...(options.extraRoutes ? { extraRoutes: options.extraRoutes } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   await app.listen({ port: options.port, host: options.host });
   const address = app.server.address();

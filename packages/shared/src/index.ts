@@ -7,6 +7,7 @@ export {
   USER_TOOL_PREFIXES,
 } from './builtins.js';
 export { callKey, canonicalJson, hashCanonical } from './canonical.js';
+export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
@@ -22,7 +23,6 @@ export {
   RESULT_CACHE_TTL_MS,
   resolveConfig,
 } from './config.js';
-export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
 export { DispatchError, isToolError, ToolError } from './errors.js';
 export type {
   ExecJob,
@@ -34,13 +34,9 @@ export type {
   QueueClass,
 } from './execution.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
-export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
-export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
-export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';
-export { describeErrors, schemaProblem, validateAgainst } from './validate.js';
-export type { Validation } from './validate.js';
-export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { RedisKeys } from './keys.js';
+export { redisKeys, SESSION_TTL_MS } from './keys.js';
+export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
 export {
   CANCEL_TTL_MS,
   FINISHED_JOB_RETENTION_S,
@@ -58,7 +54,22 @@ export {
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,
 } from './queues.js';
-export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
+export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
+export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
+export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';
+export type {
+  Attributes,
+  CallOutcome,
+  Context,
+  OtlpProtocol,
+  Span,
+  SpanSpec,
+  TraceCarrier,
+  Tracer,
+  Tracing,
+  TracingConfig,
+  TracingOptions,
+} from './tracing.js';
 export {
   ATTR_ATTEMPT,
   ATTR_CACHE_HIT,
@@ -96,6 +107,7 @@ export {
   executeSpanName,
   extractContext,
   GEN_AI_OPERATION_EXECUTE_TOOL,
+  globalTracing,
   initTracing,
   injectContext,
   MESSAGING_SYSTEM_BULLMQ,
@@ -111,16 +123,5 @@ export {
   TRACER_NAME,
   withSpan,
 } from './tracing.js';
-export type {
-  Attributes,
-  CallOutcome,
-  Context,
-  OtlpProtocol,
-  Span,
-  SpanSpec,
-  TraceCarrier,
-  Tracer,
-  Tracing,
-  TracingConfig,
-  TracingOptions,
-} from './tracing.js';
+export type { Validation } from './validate.js';
+export { describeErrors, schemaProblem, validateAgainst } from './validate.js';

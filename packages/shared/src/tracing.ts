@@ -297,6 +297,11 @@ export async function withSpan<T>(
   });
 }
 
+/** The process's tracing, once `initTracing` enabled it (workers' execute spans use it), else undefined. */
+export function globalTracing(): Tracing | undefined {
+  return globalOwner;
+}
+
 /** A serialisable carrier of the W3C trace context (and baggage), for a job payload's `trace` field. */
 export type TraceCarrier = Record<string, string>;
 

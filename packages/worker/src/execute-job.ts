@@ -1,6 +1,20 @@
 import { mkdir } from 'node:fs/promises';
 import type { ExecJob, ExecOutcome, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
-import { DEFAULT_TOOL_TIMEOUT_MS, isToolError, MAX_OUTPUT_BYTES } from '@tool-dispatch/shared';
+import {
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_MESSAGING_MESSAGE_ID,
+  ATTR_QUEUE_CLASS,
+  callAttributes,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  executeSpanName,
+  extractContext,
+  GEN_AI_OPERATION_EXECUTE_TOOL,
+  globalTracing,
+  isToolError,
+  MAX_OUTPUT_BYTES,
+  SpanKind,
+  setSpanOutcome,
+} from '@tool-dispatch/shared';
 import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';
 
@@ -42,6 +56,37 @@ export async function runJob(
   config: HandlerConfig,
   ranOn: string,
   options: RunJobOptions = {},
+): Promise<ExecOutcome> {
+  const tracing = globalTracing();
+  const run = () => runUntraced(registry, job, signal, config, ranOn, options);
+  if (!tracing) return run();
+  // DESIGN.md observability: `execute <tool>` is a child of the round, across processes, through
+  // the W3C context the coordinator put in the job.
+  const spec = {
+    name: executeSpanName(job.name),
+    kind: SpanKind.CONSUMER,
+    parent: extractContext(job.trace),
+    attributes: {
+      ...callAttributes({ session: job.session, run: job.run, round: job.round, callId: job.callId, name: job.name }),
+      [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
+      [ATTR_QUEUE_CLASS]: job.queue,
+      [ATTR_MESSAGING_MESSAGE_ID]: `${job.round}-${job.callIndex}`,
+    },
+  };
+  return tracing.withSpan(spec, async function executeSpan(span) {
+    const outcome = await run();
+    setSpanOutcome(span, outcome);
+    return outcome;
+  });
+}
+
+async function runUntraced(
+  registry: HandlerRegistry,
+  job: ExecJob,
+  signal: AbortSignal,
+  config: HandlerConfig,
+  ranOn: string,
+  options: RunJobOptions,
 ): Promise<ExecOutcome> {
   const started = performance.now();
   const fail: Fail = (code, message, details) => ({

@@ -20,6 +20,8 @@ export type { SearchResult } from './handlers/search-web.js';
 export { MAX_SEARCH_RESULTS, searchWeb } from './handlers/search-web.js';
 export type { TodoItem } from './handlers/write-todo.js';
 export { TODO_FILE, writeTodo } from './handlers/write-todo.js';
+export type { MetricsServer, MetricsServerOptions } from './metrics.js';
+export { startMetricsServer, WorkerMetrics } from './metrics.js';
 export type { CheckedTarget, CheckUrlOptions, ResolveHost } from './net-guard.js';
 export { checkUrl, isHostAllowed, isPrivateAddress } from './net-guard.js';
 export { createBuiltinRegistry, HandlerRegistry } from './registry.js';
