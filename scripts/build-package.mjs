@@ -1,9 +1,9 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 // Builds one workspace package: bundles each entry in src/ to dist/ with esbuild.
 // Dependencies stay external (node resolves them at run time); workspace packages are
 // resolved through their own dist/ the same way. Type checking is `pnpm typecheck`.
 import { build } from 'esbuild';
-import { readFileSync } from 'node:fs';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const entries = pkg.buildEntries ?? ['src/index.ts'];

@@ -70,10 +70,9 @@ export const SHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
   {
     name: 'read_files',
     description: 'Read text files from the session workspace. Paths are relative to the workspace.',
-    parameters: obj(
-      { paths: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 } },
-      ['paths'],
-    ),
+    parameters: obj({ paths: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 } }, [
+      'paths',
+    ]),
     concurrency: 'concurrent',
   },
   {

@@ -50,7 +50,8 @@ export function resolveConfig(
 ): DispatchConfig {
   const redisUrl = options.redisUrl ?? (env.REDIS_URL || undefined);
   const prefix = options.prefix ?? (env.TD_PREFIX || 'td');
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) throw new Error(`TD_PREFIX must match [A-Za-z0-9_.-]{1,64}, got ${prefix}`);
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix))
+    throw new Error(`TD_PREFIX must match [A-Za-z0-9_.-]{1,64}, got ${prefix}`);
   return {
     mode: options.mode ?? (redisUrl ? 'distributed' : 'embedded'),
     redisUrl,

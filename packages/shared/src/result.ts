@@ -1,5 +1,15 @@
 /** Result statuses and error codes, spelled as on the wire (API.md). */
-export const STATUSES = ['ok', 'error', 'deduped', 'cached', 'schema', 'refused', 'unknown', 'invalid', 'denied'] as const;
+export const STATUSES = [
+  'ok',
+  'error',
+  'deduped',
+  'cached',
+  'schema',
+  'refused',
+  'unknown',
+  'invalid',
+  'denied',
+] as const;
 export type Status = (typeof STATUSES)[number];
 
 export const ERROR_CODES = ['handler_error', 'timeout', 'worker_lost', 'cancelled'] as const;

@@ -3,8 +3,9 @@ import addFormatsModule from 'ajv-formats';
 import { canonicalJson } from './canonical.js';
 
 // ajv-formats ships CommonJS with a default export; under NodeNext it arrives as the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
-  addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (
+  ajv: Ajv,
+) => Ajv;
 
 const ajv = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true });
 addFormats(ajv);
