@@ -1,4 +1,10 @@
-import { type DispatchConfig, type HandlerConfig, initTracing, type Tracing } from '@tool-dispatch/shared';
+import {
+  type DispatchConfig,
+  type HandlerConfig,
+  initTracing,
+  type ToolDefinition,
+  type Tracing,
+} from '@tool-dispatch/shared';
 import {
   createBuiltinRegistry,
   type RunningWorker,
@@ -29,7 +35,12 @@ function requireRedis(config: DispatchConfig): string {
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
-  options: { hooks?: EngineHooks; log?: (line: string) => void } = {},
+  options: {
+    hooks?: EngineHooks;
+    log?: (line: string) => void;
+    /** User tools' definitions; their handlers are registered on the workers. */
+    tools?: readonly ToolDefinition[];
+  } = {},
 ): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
   const redisUrl = requireRedis(config);
   const log = options.log ?? (() => {});
@@ -49,6 +60,7 @@ export async function createDistributedEngine(
     events: new RedisEventBus({ redis, prefix }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
+    ...(options.tools ? { tools: options.tools } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   return { engine, executor, release: async () => void (await redis.quit().catch(() => undefined)) };

@@ -5,6 +5,7 @@ export { MemoryConfirmHub } from './confirm-memory.js';
 export { RedisConfirmHub } from './confirm-redis.js';
 export type { CatalogView, Dispatcher, SessionInput, SubmitRoundInput, ToolsView } from './dispatcher.js';
 export { RequestError } from './dispatcher.js';
+export { createDistributedEngine } from './distributed.js';
 export type { CreateEngineOptions } from './embedded.js';
 export { createEngine } from './embedded.js';
 export type { EngineHooks, EngineOptions } from './engine.js';
