@@ -20,6 +20,7 @@ import { mountQueueDashboard } from './http/dashboard.js';
 import type { CoordinatorMetrics } from './metrics.js';
 import { QueueExecutor } from './queue-executor.js';
 import { type RunningCoordinator, startCoordinator } from './serve.js';
+import { RedisLedger } from './store/ledger-redis.js';
 import { RedisStore } from './store/redis.js';
 
 const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
@@ -60,9 +61,15 @@ export async function createDistributedEngine(
     events: new RedisEventBus({ redis, prefix }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
+    ledger: new RedisLedger(redis, prefix),
+    coordinatorId: executor.coordinatorId,
+    onError: (e) => log(`recovery: ${e.message}`),
+    onRecover: (ref, phase) =>
+      log(`taking over round ${ref.round} (session ${ref.session}, run ${ref.run}) from its ${phase} phase`),
     ...(options.tools ? { tools: options.tools } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
+  engine.startRecovery();
   return { engine, executor, release: async () => void (await redis.quit().catch(() => undefined)) };
 }
 

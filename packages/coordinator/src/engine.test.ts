@@ -672,9 +672,10 @@ describe('bad input', () => {
       'invalid',
       'invalid',
       'invalid',
-      'refused',
+      'invalid',
       'ok',
     ]);
+    expect(results[7]?.error?.message).toMatch(/no tool name/);
     expect(results[0]?.error?.message).toMatch(/not valid JSON/);
     expect(results[3]?.error?.message).toMatch(/limit/);
     expect(results[4]?.error?.message).toMatch(/nested/);

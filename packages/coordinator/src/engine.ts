@@ -25,9 +25,10 @@ import {
 import type { DispatchEvent, EventBus } from './events.js';
 import { MemoryEventBus } from './events-memory.js';
 import { executeCalls } from './execute.js';
+import type { RoundLedger, RoundProgress, RoundRef, StoredPlanned } from './ledger.js';
 import { RunLimiter } from './limiter.js';
 import { getOrCreate } from './maps.js';
-import { normalizeCall } from './normalize-call.js';
+import { type NormalCall, normalizeCall } from './normalize-call.js';
 import { type PlannedCall, preflight } from './preflight.js';
 import { buildToolsView, initiallyFetched, loadedSet } from './session.js';
 import { MemoryStore } from './store/memory.js';
@@ -46,6 +47,16 @@ export interface EngineOptions {
   /** Workers alive (distributed mode); readiness needs at least one. */
   workersAlive?: () => Promise<number>;
   hooks?: EngineHooks;
+  /** Round leases and progress, so another coordinator can finish a round whose coordinator died. */
+  ledger?: RoundLedger;
+  /** This coordinator's id, as lease owner (default: a fresh id). */
+  coordinatorId?: string;
+  /** How long a round's lease lasts without renewal (default 5 s). */
+  leaseMs?: number;
+  /** Infrastructure errors the engine recovers from (recovery scans). */
+  onError?: (error: Error) => void;
+  /** A round taken over from a coordinator that stopped renewing its lease. */
+  onRecover?: (ref: RoundRef, phase: RoundProgress['phase']) => void;
 }
 
 /** Observation points for tracing and metrics; all optional. */
@@ -77,7 +88,10 @@ export class Engine implements Dispatcher {
   readonly confirmations: ConfirmHub;
   readonly tools: Catalog;
   readonly executor: Executor;
+  readonly coordinatorId: string;
+  readonly leaseMs: number;
   private readonly limiter: RunLimiter;
+  private recoveryTimer: NodeJS.Timeout | undefined;
   private readonly runs = new Map<string, AbortController>();
   private readonly active = new Map<string, Set<ActiveRound>>();
   private inFlight = 0;
@@ -93,6 +107,8 @@ export class Engine implements Dispatcher {
     this.tools = options.catalog ?? new Catalog();
     for (const def of options.tools ?? []) this.tools.register(def);
     this.limiter = new RunLimiter(this.config.maxConcurrentTools);
+    this.coordinatorId = options.coordinatorId ?? newId('coord');
+    this.leaseMs = options.leaseMs ?? 5_000;
   }
 
   async putSession(session: string, input: SessionInput): Promise<SessionState> {
@@ -175,7 +191,13 @@ export class Engine implements Dispatcher {
         `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
       );
     if (begin.kind === 'existing') return this.awaitRound(input.session, input.run, begin.record.round, input.signal);
-    return this.track(input.session, input.run, (controller) => this.runRound(state, input, round, controller));
+    const ref: RoundRef = { session: input.session, run: input.run, round };
+    const ledger = this.options.ledger;
+    if (ledger) {
+      await ledger.claim(ref, this.coordinatorId, this.leaseMs, false);
+      await ledger.save(ref, { phase: 'preflight', calls: input.calls });
+    }
+    return this.track(input.session, input.run, (controller) => this.runRound(state, ref, input.calls, controller));
   }
 
   /** Waits for a round started elsewhere (a retry with the same Idempotency-Key) and returns its answer. */
@@ -220,28 +242,33 @@ export class Engine implements Dispatcher {
 
   private async runRound(
     state: SessionState,
-    input: SubmitRoundInput,
-    round: string,
+    ref: RoundRef,
+    rawCalls: unknown[],
     controller: AbortController,
+    resume?: RoundProgress,
   ): Promise<RoundResponse> {
-    const { session, run } = input;
+    const { session, run, round } = ref;
     const hooks = this.options.hooks;
-    const info = { session, run, round };
+    const lease = this.holdLease(ref);
     const body = async (): Promise<RoundResponse> => {
-      const calls = input.calls.map(normalizeCall);
-      await this.events.publish(session, 'round.started', {
-        round,
-        run,
-        calls: calls.map((c) => ({
-          id: c.id,
-          name: c.name === 'run_tool' && typeof c.args?.name === 'string' ? c.args.name : c.name,
-        })),
-      });
-      const planned = await (hooks?.pass
-        ? hooks.pass('preflight', info, () => this.preflight(state, run, calls))
-        : this.preflight(state, run, calls));
-      await this.gate(state, run, round, planned, controller.signal);
-      const results = await this.execute(state, run, round, planned, controller.signal);
+      let planned: PlannedCall[];
+      if (!resume || resume.phase === 'preflight') {
+        const calls = rawCalls.map(normalizeCall);
+        if (!resume) await this.publishStarted(ref, calls);
+        planned = await (hooks?.pass
+          ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls))
+          : this.preflight(state, run, calls));
+        await this.gate(state, run, round, planned, controller.signal);
+        await this.saveProgress(ref, { phase: 'execute', calls: rawCalls, planned: planned.map(storedOf) });
+      } else {
+        planned = this.restorePlanned(state, resume.planned ?? []);
+      }
+      let results: CallResult[];
+      if (resume?.phase === 'commit' && resume.results) results = resume.results;
+      else {
+        results = await this.execute(state, run, round, planned, controller.signal);
+        await this.saveProgress(ref, { phase: 'commit', calls: rawCalls, planned: planned.map(storedOf), results });
+      }
       const commit = () =>
         commitRound({
           store: this.store,
@@ -253,14 +280,98 @@ export class Engine implements Dispatcher {
           planned,
           results,
         });
-      await (hooks?.pass ? hooks.pass('commit', info, commit) : commit());
+      await (hooks?.pass ? hooks.pass('commit', ref, commit) : commit());
       if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
       const response: RoundResponse = { round, results };
       await this.store.finishRound(session, run, round, response);
+      await this.options.ledger?.release(ref);
       await this.events.publish(session, 'round.completed', { round, run });
       return response;
     };
-    return hooks?.round ? hooks.round({ ...info, calls: input.calls.length }, body) : body();
+    try {
+      return await (hooks?.round ? hooks.round({ ...ref, calls: rawCalls.length }, body) : body());
+    } finally {
+      lease.stop();
+    }
+  }
+
+  private async publishStarted(ref: RoundRef, calls: readonly NormalCall[]): Promise<void> {
+    await this.events.publish(ref.session, 'round.started', {
+      round: ref.round,
+      run: ref.run,
+      calls: calls.map((c) => ({
+        id: c.id,
+        name: c.name === 'run_tool' && typeof c.args?.name === 'string' ? c.args.name : c.name,
+      })),
+    });
+  }
+
+  private async saveProgress(ref: RoundRef, progress: RoundProgress): Promise<void> {
+    await this.options.ledger?.save(ref, progress);
+  }
+
+  /** Renews this coordinator's lease on a round while it works on it. */
+  private holdLease(ref: RoundRef): { stop(): void } {
+    const ledger = this.options.ledger;
+    if (!ledger) return { stop() {} };
+    const timer = setInterval(
+      function renewLease(this: void, engine: Engine) {
+        ledger.renew(ref, engine.coordinatorId, engine.leaseMs).catch(() => undefined);
+      },
+      Math.max(50, Math.floor(this.leaseMs / 3)),
+      this,
+    );
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  private restorePlanned(state: SessionState, stored: readonly StoredPlanned[]): PlannedCall[] {
+    const specs = sessionSpecs(this.tools, state.clientTools);
+    return stored.map((p) => ({ ...p, paths: p.paths, spec: specs.get(p.name) }));
+  }
+
+  /**
+   * Takes over rounds whose coordinator stopped renewing its lease (died) and finishes them from
+   * their stored progress. Jobs keep their ids, so a call already run is answered from its
+   * recorded outcome, and commit records each call once.
+   */
+  startRecovery(intervalMs = Math.max(100, Math.floor(this.leaseMs / 2))): void {
+    const ledger = this.options.ledger;
+    if (!ledger || this.recoveryTimer) return;
+    let scanning = false;
+    this.recoveryTimer = setInterval(() => {
+      if (scanning || this.draining) return;
+      scanning = true;
+      this.recoverLapsed(ledger)
+        .catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))))
+        .finally(() => {
+          scanning = false;
+        });
+    }, intervalMs);
+    this.recoveryTimer.unref();
+  }
+
+  private async recoverLapsed(ledger: RoundLedger): Promise<void> {
+    for (const ref of await ledger.lapsed(Date.now(), 20)) {
+      if (!(await ledger.claim(ref, this.coordinatorId, this.leaseMs, true))) continue;
+      void this.resumeRound(ledger, ref);
+    }
+  }
+
+  private async resumeRound(ledger: RoundLedger, ref: RoundRef): Promise<void> {
+    const [progress, record, state] = await Promise.all([
+      ledger.load(ref),
+      this.store.getRound(ref.session, ref.run, ref.round),
+      this.store.getSession(ref.session),
+    ]);
+    if (!progress || !state || record?.state === 'done') {
+      await ledger.release(ref);
+      return;
+    }
+    this.options.onRecover?.(ref, progress.phase);
+    await this.track(ref.session, ref.run, (controller) =>
+      this.runRound(state, ref, progress.calls, controller, progress),
+    ).catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))));
   }
 
   private async preflight(
@@ -468,11 +579,18 @@ export class Engine implements Dispatcher {
   /** Closes the confirmations, executor, events and store (after `drain`). */
   async close(): Promise<void> {
     this.draining = true;
+    clearInterval(this.recoveryTimer);
     await this.confirmations.close();
     await this.executor.close();
     await this.events.close();
     await this.store.close();
   }
+}
+
+/** A pass-1 decision as the ledger stores it (the spec is re-read from the catalog on resume). */
+function storedOf(p: PlannedCall): StoredPlanned {
+  const { spec: _spec, paths, ...rest } = p;
+  return paths ? { ...rest, paths } : rest;
 }
 
 /** A repeat of an earlier call of the same round: deduped when the first is ok, else the first's outcome. */

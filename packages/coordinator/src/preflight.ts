@@ -115,6 +115,13 @@ async function preflightOne(call: NormalCall, input: PreflightInput, round: Roun
   let args = call.args;
   let viaRunTool = false;
 
+  if (name === '')
+    return base(
+      name,
+      args ?? {},
+      stop(call, name, 'bad_args', 'The call has no tool name; every call needs a string "name".'),
+    );
+
   // Step 1: unwrap run_tool (only where it is loaded; under claude-code step 2 refuses it).
   if (name === 'run_tool' && input.loaded.has('run_tool')) {
     if (!args) return base(name, {}, stop(call, name, 'bad_args', `run_tool: ${call.argsProblem}`));

@@ -1,0 +1,158 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+
+// DESIGN.md distributed shape: "A round's progress is stored so that another coordinator can
+// finish a round whose coordinator died", and a retry with the same Idempotency-Key gets the
+// round's results from any coordinator with no call run twice. Real processes, real SIGKILL.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = path.join(root, 'bin', 'tool-dispatch');
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+  port: number;
+}
+
+let redis: TestRedis;
+let workspaces: string;
+const procs: Proc[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+  const port = await freePort();
+  const child = spawn(bin, [...args, '--port', String(port)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc: Proc = { child, output: [], port };
+  procs.push(proc);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${proc.output.join('')}`)), 60_000);
+    const onData = (d: Buffer) => {
+      proc.output.push(d.toString());
+      if (waitFor.test(proc.output.join(''))) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}):\n${proc.output.join('')}`)));
+  });
+  return proc;
+}
+
+function killGroup(p: Proc, signal: NodeJS.Signals): void {
+  try {
+    if (p.child.pid) process.kill(-p.child.pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+async function api(port: number, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json().catch(() => null)) as Record<string, unknown> | null };
+}
+
+async function until<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  workspaces = await mkdtemp(path.join(tmpdir(), 'td-coord-death-'));
+}, 60_000);
+
+afterAll(async () => {
+  for (const p of procs) killGroup(p, 'SIGKILL');
+  await redis?.stop();
+  await rm(workspaces, { recursive: true, force: true });
+});
+
+describe('when a coordinator dies mid-round', () => {
+  it('lets another coordinator finish the round: each call runs at most once and is committed once', async () => {
+    const env = { REDIS_URL: redis.url, TD_PREFIX: randomPrefix(), TD_WORKSPACE_ROOT: workspaces };
+    await Promise.all([start(['worker'], env, /consuming/), start(['worker'], env, /consuming/)]);
+    const [a, b] = await Promise.all([
+      start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
+      start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
+    ]);
+    if (!a || !b) throw new Error('coordinators did not start');
+    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator ready');
+
+    const session = `death-${Date.now()}`;
+    expect(
+      (await api(a.port, 'PUT', `/v1/sessions/${session}`, { provider: 'openai', autoApprove: 'all' })).status,
+    ).toBe(200);
+    const setup = await api(a.port, 'POST', `/v1/sessions/${session}/runs/setup/rounds`, {
+      calls: [{ id: 'f', name: 'find_tools', args: { names: ['run_command', 'read_files'] } }],
+    });
+    expect(setup.status).toBe(200);
+
+    const calls = [
+      {
+        id: 'cmd',
+        name: 'run_tool',
+        args: { name: 'run_command', args: { command: 'echo ran >> count.txt; sleep 3' } },
+      },
+      { id: 'read', name: 'run_tool', args: { name: 'read_files', args: { paths: ['count.txt'] } } },
+    ];
+    const key = { 'idempotency-key': 'retry-1' };
+    const lost = api(a.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key).catch(() => null);
+    const counter = path.join(workspaces, 'default', session, 'count.txt');
+    await until(() => readFile(counter, 'utf8'), 30_000, 'the command started on a worker');
+    killGroup(a, 'SIGKILL');
+    await lost;
+
+    // The client retries on the other coordinator with the same key.
+    const retried = await api(b.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key);
+    expect(retried.status).toBe(200);
+    const results = retried.json?.results as Array<{
+      id: string;
+      status: string;
+      output?: { files?: Array<{ content: string }> };
+    }>;
+    expect(results.map((r) => [r.id, r.status])).toEqual([
+      ['cmd', 'ok'],
+      ['read', 'ok'],
+    ]);
+    expect(results[1]?.output?.files?.[0]?.content).toBe('ran\n');
+    expect(await readFile(counter, 'utf8')).toBe('ran\n');
+    expect(b.output.join('')).toMatch(/taking over round/);
+
+    const history = (await api(b.port, 'GET', `/v1/sessions/${session}/history`)).json?.results as Array<{
+      id: string;
+    }>;
+    expect(history.filter((e) => e.id === 'cmd')).toHaveLength(1);
+    expect(history.filter((e) => e.id === 'read')).toHaveLength(1);
+  }, 120_000);
+});
