@@ -4,6 +4,7 @@ import {
   ATTR_RUN,
   ATTR_SESSION,
   type CallOutcome,
+  type CallResult,
   injectContext,
   recordCallEvents,
   SPAN_COMMIT,
@@ -34,6 +35,17 @@ function preflightOutcomes(planned: readonly PlannedCall[]): CallOutcome[] {
   });
 }
 
+/** A round's results, for the round span's per-call events. */
+function finalOutcomes(results: readonly CallResult[]): CallOutcome[] {
+  return results.map((r) => ({
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    ...(r.error ? { error: r.error } : {}),
+    ...(r.dedupedFrom ? { dedupedFrom: r.dedupedFrom } : {}),
+  }));
+}
+
 /** Engine hooks that make one trace per round (DESIGN.md) and keep the coordinator's metrics. */
 export function observabilityHooks(tracing: Tracing | undefined, metrics: CoordinatorMetrics | undefined): EngineHooks {
   const ids = (i: { session: string; run: string; round: string }) => ({
@@ -44,7 +56,16 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
   const hooks: EngineHooks = {};
   if (tracing?.enabled) {
     hooks.round = (info, fn) =>
-      tracing.withSpan({ name: SPAN_ROUND, attributes: { ...ids(info), [ATTR_CALL_COUNT]: info.calls } }, () => fn());
+      tracing.withSpan(
+        { name: SPAN_ROUND, attributes: { ...ids(info), [ATTR_CALL_COUNT]: info.calls } },
+        async function roundSpan(span) {
+          const out = await fn();
+          // Every call's final status (after the gate and execution), one event each.
+          const results = (out as { results?: unknown } | undefined)?.results;
+          if (Array.isArray(results)) recordCallEvents(span, finalOutcomes(results as CallResult[]));
+          return out;
+        },
+      );
     hooks.pass = (name, info, fn) =>
       tracing.withSpan(
         { name: name === 'preflight' ? SPAN_PREFLIGHT : SPAN_COMMIT, attributes: ids(info) },
