@@ -1,3 +1,5 @@
+import { httpMethod } from './dedupe.js';
+
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key']);
 
 /** DESIGN.md step 7: requests carrying credentials are never cached. */
@@ -27,10 +29,7 @@ export function isCacheable(
   args: Record<string, unknown>,
 ): boolean {
   if (!tool?.cacheable) return false;
-  if (name === 'http_request') {
-    const method = typeof args.method === 'string' ? args.method.toUpperCase() : 'GET';
-    if (method !== 'GET') return false;
-  }
+  if (name === 'http_request' && httpMethod(args) !== 'GET') return false;
   return !hasCredentials(args);
 }
 
@@ -41,9 +40,5 @@ export function needsConfirmation(
   args: Record<string, unknown>,
 ): boolean {
   if (!tool?.confirm) return false;
-  if (name === 'http_request') {
-    const method = typeof args.method === 'string' ? args.method.toUpperCase() : 'GET';
-    return method !== 'GET';
-  }
-  return true;
+  return name !== 'http_request' || httpMethod(args) !== 'GET';
 }

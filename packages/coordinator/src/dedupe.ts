@@ -7,7 +7,8 @@ export function normalizePath(p: string): string {
   return n.replace(/^(\.\/)+/, '').replace(/\/+$/, '') || '.';
 }
 
-const httpMethod = (args: Record<string, unknown>) =>
+/** An http_request call's method, upper-cased; GET when absent. */
+export const httpMethod = (args: Record<string, unknown>): string =>
   typeof args.method === 'string' ? args.method.toUpperCase() : 'GET';
 
 /** DESIGN.md step 3: whether a call may be answered from an earlier identical one. */
