@@ -333,7 +333,9 @@ describe.each(MODES)('dedupe and the result cache (%s mode)', (mode) => {
           run,
           credentialed.map((args) => rt('http_request', args)),
         );
-        b.results.forEach((r, i) => expect(r.status, `${JSON.stringify(credentialed[i])}: ${r.status}`).toBe('ok'));
+        b.results.forEach((r, i) => {
+          expect(r.status, `${JSON.stringify(credentialed[i])}: ${r.status}`).toBe('ok');
+        });
       }
       expect(f.target.tag(tag).hits).toBe(16);
       expect(httpBody((await f.api.one(s, rt('http_request', credentialed[0]))) as Result).headers.authorization).toBe(
