@@ -1,12 +1,40 @@
-// `pnpm bench`: benchmarks reported as ratios against a baseline run in the same process.
+// `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
+// BENCH_ONLY=embedded|distributed runs one of them.
+import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2000);
+const only = process.env.BENCH_ONLY;
 
-const e = await benchEmbedded(rounds, progress);
-console.log('\nEmbedded mode: per-call cost of the three passes (rounds of 5 calls of a no-op tool)');
-console.log(`  engine     ${e.engineUsPerCall.toFixed(1)} µs/call`);
-console.log(`  baseline   ${e.baselineUsPerCall.toFixed(1)} µs/call  (ajv + p-limit(5) + Promise.all, no state)`);
-console.log(`  ratio      ${e.ratio.toFixed(1)}× the baseline`);
-console.log(`  heap       ${e.engineHeapKbPerRound.toFixed(2)} KiB retained per round (history, dedupe map)`);
+if (only === undefined || only === 'embedded') {
+  const e = await benchEmbedded(rounds, progress);
+  console.log('\nEmbedded mode: per-call cost of the three passes (rounds of 5 calls of a no-op tool)');
+  console.log(`  engine     ${e.engineUsPerCall.toFixed(1)} µs/call`);
+  console.log(`  baseline   ${e.baselineUsPerCall.toFixed(1)} µs/call  (ajv + p-limit(5) + Promise.all, no state)`);
+  console.log(`  ratio      ${e.ratio.toFixed(1)}× the baseline`);
+  console.log(`  heap       ${e.engineHeapKbPerRound.toFixed(2)} KiB retained per round (history, dedupe map)`);
+}
+
+if (only === undefined || only === 'distributed') {
+  const d = await benchDistributed(distributedOptionsFromEnv(), progress);
+  const { ours, peer, ratios, options } = d;
+  const ms = (v: number) => `${v.toFixed(2)} ms`.padStart(10);
+  const rate = (v: number) => `${v.toFixed(0)} calls/s`.padStart(14);
+  console.log(
+    `\nDistributed mode against plain BullMQ on the same Redis (rounds of 5 no-op calls, 2 workers × concurrency ${options.workerConcurrency})`,
+  );
+  console.log('                 round p50   round p99   50 runs at once   Redis cmds/call');
+  for (const [label, f] of [
+    ['ours', ours],
+    ['peer', peer],
+  ] as const) {
+    console.log(
+      `  ${label.padEnd(10)} ${ms(f.p50Ms)}  ${ms(f.p99Ms)}  ${rate(f.callsPerSec)}   ${f.commandsPerCall.toFixed(1)}`,
+    );
+  }
+  console.log(
+    `  ours/peer  ${`${ratios.p50.toFixed(2)}×`.padStart(10)}  ${`${ratios.p99.toFixed(2)}×`.padStart(10)}  ${`${ratios.throughput.toFixed(2)}×`.padStart(14)}`,
+  );
+  console.log('  (latency: below 1× is faster than the peer; throughput: above 1× is more calls/s)');
+}

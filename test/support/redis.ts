@@ -95,7 +95,8 @@ async function tryContainer(reasons: string[]): Promise<TestRedis | undefined> {
   };
 }
 
-async function spawnRedisServer(): Promise<TestRedis> {
+/** A `redis-server` of its own on a free port (no persistence), whatever Docker or REDIS_URL offer. */
+export async function spawnRedisServer(): Promise<TestRedis> {
   const dir = await mkdtemp(path.join(tmpdir(), 'td-redis-'));
   let port = 0;
   let child: ChildProcess | undefined;
