@@ -76,10 +76,15 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
 
   if (options.apiToken) {
     const isAuthorized = createBearerCheck(options.apiToken);
-    app.addHook('onRequest', async function checkBearerToken(request) {
+    app.addHook('onRequest', async function checkBearerToken(request, reply) {
       if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
       if (!isAuthorized(request.headers.authorization)) {
-        throw new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header');
+        // Answered here, not thrown: a plugin's own error handler (bull-board's, under
+        // /admin/queues) would otherwise reshape the 401 and drop WWW-Authenticate.
+        return sendError(
+          reply,
+          new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header'),
+        );
       }
     });
   }
