@@ -85,10 +85,18 @@ export async function startStack(redis: TestRedis, options: StackOptions = {}): 
     if (redis.source === 'REDIS_URL') await obliterateQueues(redis.url, prefix);
   };
   try {
-    for (let i = 0; i < (options.workers ?? 1); i++) {
-      workers.push(await startWorkerProcess(env, options.workerEnv));
-    }
-    coordinator = await startCoordinatorProcess(env, options.coordinatorEnv);
+    // Started side by side; /readyz answers 200 once the coordinator sees a worker's heartbeat.
+    const starting = [
+      ...Array.from({ length: options.workers ?? 1 }, () =>
+        startWorkerProcess(env, options.workerEnv).then((w) => void workers.push(w)),
+      ),
+      startCoordinatorProcess(env, options.coordinatorEnv).then((c) => {
+        coordinator = c;
+      }),
+    ];
+    const failed = (await Promise.allSettled(starting)).find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    if (!coordinator) throw new Error('no coordinator');
     await waitForOk(`${coordinator.url}/readyz`);
   } catch (e) {
     await close();
