@@ -2,6 +2,7 @@
 // Real `bin/tool-dispatch coordinator` and `worker` processes export OTLP/HTTP to a receiver
 // in this test; they are SIGTERMed before the spans are read, so the spans seen are the ones
 // each process flushed on its way out.
+import { QUEUE_NAMES } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
@@ -179,7 +180,7 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
     }
   });
 
-  it('names the call, the tool and its status on the execute span', () => {
+  it('names the call, the tool, its status and the queue it came from on the execute span', () => {
     const execute = only(traceOf(spans, workload.first.round), 'execute calculate');
     expect(execute.attributes).toMatchObject({
       'td.call.id': 'c2',
@@ -188,7 +189,12 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
       'gen_ai.operation.name': 'execute_tool',
       'td.status': 'ok',
       'td.queue.class': 'concurrent',
+      'messaging.system': 'bullmq',
+      'messaging.destination.name': QUEUE_NAMES.concurrent,
+      'messaging.operation.type': 'process',
     });
+    expect(execute.attributes['td.worker']).toEqual(expect.any(String));
+    expect(execute.attributes['messaging.message.id']).toEqual(expect.any(String));
     expect(execute.statusCode).not.toBe(2);
   });
 

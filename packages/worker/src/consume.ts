@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_MESSAGE_ID,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
   type CancelMessage,
   type ExecJob,
   type ExecOutcome,
@@ -8,6 +13,7 @@ import {
   type HandlerConfig,
   JOB_LOCK_MS,
   MAX_STALLED,
+  MESSAGING_SYSTEM_BULLMQ,
   OUTCOME_TTL_MS,
   parseQueuedJob,
   QUEUE_NAMES,
@@ -117,7 +123,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         ranOn: id,
       };
     }
-    const run = () => runJob(registry, job, signal, config, id);
+    // Messaging semantic conventions on the execute span: this call came off a BullMQ queue.
+    const spanAttributes = {
+      [ATTR_MESSAGING_SYSTEM]: MESSAGING_SYSTEM_BULLMQ,
+      [ATTR_MESSAGING_DESTINATION_NAME]: QUEUE_NAMES[job.queue],
+      [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
+      [ATTR_MESSAGING_OPERATION_NAME]: 'process',
+      [ATTR_MESSAGING_MESSAGE_ID]: jobId,
+    };
+    const run = () => runJob(registry, job, signal, config, id, { spanAttributes });
     return metrics ? metrics.track(job.queue, job.name, run) : run();
   }
 

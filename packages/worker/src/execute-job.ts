@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import type { ExecJob, ExecOutcome, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import type { Attributes, ExecJob, ExecOutcome, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_MESSAGING_MESSAGE_ID,
@@ -29,6 +29,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 export interface RunJobOptions {
   /** Overrides SETTLE_GRACE_MS (tests). */
   settleGraceMs?: number;
+  /** More attributes for the `execute <tool>` span (a queue consumer's messaging.* ones). */
+  spanAttributes?: Attributes;
 }
 
 /** Workspaces this process already created: one mkdir per workspace, not per call (bounded). */
@@ -71,6 +73,7 @@ export async function runJob(
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
       [ATTR_QUEUE_CLASS]: job.queue,
       [ATTR_MESSAGING_MESSAGE_ID]: `${job.round}-${job.callIndex}`,
+      ...options.spanAttributes,
     },
   };
   return tracing.withSpan(spec, async function executeSpan(span) {
