@@ -268,19 +268,26 @@ async function waitReady(base: string, token: string | undefined, main: ProcessG
   throw new Error(`GET /readyz never answered 200 (last: ${last})`);
 }
 
-/** Fails when the processes would run stale code: a package's sources are newer than its dist/. */
+let warnedStale = false;
+
+/**
+ * The processes run dist/: fails when it is missing, and warns (once per test file) when a
+ * package's sources are newer than its dist/, since the suite would then test stale code.
+ * Only a warning: in a shared working tree someone may be editing while the suite runs.
+ */
 function assertBuilt(): void {
   for (const pkg of ['shared', 'worker', 'coordinator']) {
     const dir = path.join(REPO_ROOT, 'packages', pkg);
     const built = path.join(dir, 'dist', 'index.js');
     if (!existsSync(built))
       throw new Error(`${built} is missing: run \`npx -y pnpm@12.4.2 build\` before the conformance suite`);
-    const builtAt = statSync(built).mtimeMs;
     const newer = newestSource(path.join(dir, 'src'));
-    if (newer && newer.mtimeMs > builtAt + 1_000)
-      throw new Error(
-        `${path.relative(REPO_ROOT, newer.file)} is newer than packages/${pkg}/dist: run \`npx -y pnpm@12.4.2 build\` (the suite runs dist/)`,
+    if (!warnedStale && newer && newer.mtimeMs > statSync(built).mtimeMs + 1_000) {
+      warnedStale = true;
+      console.warn(
+        `conformance: ${path.relative(REPO_ROOT, newer.file)} is newer than packages/${pkg}/dist; the processes run dist/, so run \`npx -y pnpm@12.4.2 build\``,
       );
+    }
   }
 }
 
