@@ -49,7 +49,7 @@ export const ATTR_ROUND = 'td.round';
 export const ATTR_CALL_ID = 'td.call.id';
 export const ATTR_STATUS = 'td.status';
 export const ATTR_TENANT = 'td.tenant';
-/** Number of calls in the round (on `round`, `preflight`, `commit`). */
+/** Number of calls in the round (on `round` and `preflight`). */
 export const ATTR_CALL_COUNT = 'td.calls';
 export const ATTR_DEDUPE_HIT = 'td.dedupe.hit';
 export const ATTR_DEDUPE_HITS = 'td.dedupe.hits';
@@ -398,10 +398,10 @@ export function setSpanOutcome(span: Span, outcome: ExecOutcome): void {
 }
 
 /**
- * Adds one `td.call` event per call to a pass's span (`preflight`, `commit`), each with the
- * call's id, tool name and status (none for a call pass 1 let through), so dedupe and cache
- * hits are visible per call; sets the
- * totals `td.calls`, `td.dedupe.hits`, `td.cache.hits` and `td.stopped` on the span.
+ * Adds one `td.call` event per call to a span (`preflight`: what pass 1 decided; `round`: each
+ * call's final status), each with the call's id, tool name and status (none for a call pass 1
+ * let through), so dedupe and cache hits are visible per call; sets the totals `td.calls`,
+ * `td.dedupe.hits`, `td.cache.hits` and `td.stopped` on the span.
  */
 export function recordCallEvents(span: Span, results: readonly CallOutcome[]): void {
   let dedupeHits = 0;
