@@ -2,7 +2,7 @@ import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import { invalidationsOf } from './dedupe.js';
 import type { EventBus } from './events.js';
 import type { PlannedCall } from './preflight.js';
-import type { Store } from './store/store.js';
+import type { CommitItem, Store } from './store/store.js';
 
 export interface CommitInput {
   store: Store;
@@ -16,36 +16,54 @@ export interface CommitInput {
   now?: () => number;
 }
 
+/** What pass 3 writes for one call (DESIGN.md): its history entry, and for `ok`, dedupe, cache and invalidations. */
+function commitItemOf(
+  p: PlannedCall,
+  result: CallResult,
+  at: { callIndex: number; round: string; run: string; now: number },
+): CommitItem {
+  const { round } = at;
+  const item: CommitItem = {
+    callIndex: at.callIndex,
+    entry: { ...result, round, run: at.run, at: new Date(at.now).toISOString() },
+  };
+  if (result.status !== 'ok') return item;
+  if (p.dedupable) {
+    const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
+    item.dedupe = p.paths ? { ...entry, paths: p.paths } : entry;
+  }
+  if (p.cacheable) {
+    item.cache = {
+      key: p.key,
+      value: { output: result.output, callId: result.id, round, storedAt: at.now },
+      ttlMs: RESULT_CACHE_TTL_MS,
+    };
+  }
+  const created = (result.output as { created?: unknown } | undefined)?.created;
+  const invalidations = invalidationsOf(p.name, p.args, typeof created === 'boolean' ? created : undefined);
+  if (invalidations.length > 0) item.invalidations = invalidations;
+  return item;
+}
+
 /**
  * Pass 3 (DESIGN.md), serial in call order: history, dedupe map (with edit/command invalidation),
- * result cache, `tool.result` events. Idempotent: a call committed before is skipped.
+ * result cache, then `tool.result` events. The store applies the whole round at once, in call
+ * order. Idempotent: a call committed before is skipped, and emits no event again.
  */
 export async function commitRound(input: CommitInput): Promise<void> {
-  const { store, session, run, round } = input;
-  const now = input.now ?? Date.now;
+  const { session, run, round } = input;
+  const now = (input.now ?? Date.now)();
+  const items: CommitItem[] = [];
+  const committed: CallResult[] = [];
   for (const [i, result] of input.results.entries()) {
     const p = input.planned[i];
     if (!p) continue;
-    const recorded = await store.recordResult(session, i, { ...result, round, run, at: new Date(now()).toISOString() });
-    if (!recorded) continue; // DESIGN.md pass 3: commit is idempotent
-    if (result.status === 'ok') {
-      if (p.dedupable) {
-        const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
-        await store.putDedupe(session, run, p.paths ? { ...entry, paths: p.paths } : entry);
-      }
-      if (p.cacheable) {
-        await store.putCached(
-          input.tenant,
-          p.key,
-          { output: result.output, callId: result.id, round, storedAt: now() },
-          RESULT_CACHE_TTL_MS,
-        );
-      }
-      const created = (result.output as { created?: unknown } | undefined)?.created;
-      for (const inv of invalidationsOf(p.name, p.args, typeof created === 'boolean' ? created : undefined)) {
-        await store.dropDedupe(session, run, inv);
-      }
-    }
-    await input.events.publish(session, 'tool.result', { round, run, ...result });
+    items.push(commitItemOf(p, result, { callIndex: i, round, run, now }));
+    committed.push(result);
   }
+  const recorded = await input.store.commitResults({ session, tenant: input.tenant, run, items });
+  const events = committed
+    .filter((_, i) => recorded[i])
+    .map((result) => ({ name: 'tool.result' as const, data: { round, run, ...result } }));
+  await input.events.publishMany(session, events);
 }

@@ -22,6 +22,13 @@ export class MemoryEventBus implements EventBus {
     for (const l of this.listeners.get(session) ?? []) l(event);
   }
 
+  async publishMany(
+    session: string,
+    events: readonly { name: EventName; data: Record<string, unknown> }[],
+  ): Promise<void> {
+    for (const e of events) await this.publish(session, e.name, e.data);
+  }
+
   async subscribe(
     session: string,
     lastEventId: string | undefined,

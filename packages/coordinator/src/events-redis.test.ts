@@ -54,6 +54,25 @@ describe('RedisEventBus', () => {
     expect(events.every((e) => /^\d+-\d+$/.test(e.id) && e.at > 0)).toBe(true);
   });
 
+  it('delivers events published together in their order', async () => {
+    const prefix = randomPrefix();
+    const bus = makeBus(prefix);
+    const c = collector();
+    await bus.subscribe('s1', undefined, c.onEvent);
+    await bus.publishMany('s1', [
+      { name: 'tool.result', data: { id: 'c1' } },
+      { name: 'tool.result', data: { id: 'c2' } },
+      { name: 'round.completed', data: {} },
+    ]);
+    await bus.publishMany('s1', []);
+    const events = await c.waitFor(3);
+    expect(events.map((e) => [e.name, e.data.id])).toEqual([
+      ['tool.result', 'c1'],
+      ['tool.result', 'c2'],
+      ['round.completed', undefined],
+    ]);
+  });
+
   it('replays only what came after Last-Event-ID, then tails', async () => {
     const prefix = randomPrefix();
     const bus = makeBus(prefix);

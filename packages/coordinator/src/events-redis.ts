@@ -38,14 +38,20 @@ export class RedisEventBus implements EventBus {
   }
 
   async publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void> {
+    await this.publishMany(session, [{ name, data }]);
+  }
+
+  async publishMany(
+    session: string,
+    events: readonly { name: EventName; data: Record<string, unknown> }[],
+  ): Promise<void> {
+    if (events.length === 0) return;
     const key = this.keys.events(session);
-    const minId = Math.max(0, Date.now() - this.replayMs);
-    await this.redis
-      .multi()
-      .xadd(key, 'MINID', '~', String(minId), '*', 'name', name, 'data', JSON.stringify(data))
-      // An abandoned session's stream goes once nothing in it can be replayed.
-      .pexpire(key, this.replayMs + 60_000)
-      .exec();
+    const minId = String(Math.max(0, Date.now() - this.replayMs));
+    const multi = this.redis.multi();
+    for (const e of events) multi.xadd(key, 'MINID', '~', minId, '*', 'name', e.name, 'data', JSON.stringify(e.data));
+    // An abandoned session's stream goes once nothing in it can be replayed.
+    await multi.pexpire(key, this.replayMs + 60_000).exec();
   }
 
   async subscribe(

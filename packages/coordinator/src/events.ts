@@ -13,6 +13,8 @@ export interface DispatchEvent {
 /** Per-session event streams with a 15-minute replay window (EVENT_REPLAY_MS). */
 export interface EventBus {
   publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void>;
+  /** Publishes several events of one session in order, at once. */
+  publishMany(session: string, events: readonly { name: EventName; data: Record<string, unknown> }[]): Promise<void>;
   /**
    * Delivers, in order, the events after `lastEventId` still in the window (none when undefined),
    * then every new one. Returns the unsubscribe function.

@@ -2,6 +2,7 @@ import { getOrCreate } from '../maps.js';
 import type {
   BeginRound,
   CachedResult,
+  CommitItem,
   DedupeEntry,
   DedupeInvalidation,
   HistoryEntry,
@@ -57,6 +58,15 @@ export class MemoryStore implements Store {
     return e ? clone(e) : null;
   }
 
+  async findDedupeMany(session: string, run: string, keys: readonly string[]): Promise<Map<string, DedupeEntry>> {
+    const found = new Map<string, DedupeEntry>();
+    for (const key of keys) {
+      const e = await this.findDedupe(session, run, key);
+      if (e) found.set(key, e);
+    }
+    return found;
+  }
+
   async putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void> {
     this.runDedupe(session, run).set(entry.key, clone(entry));
   }
@@ -86,6 +96,15 @@ export class MemoryStore implements Store {
     return clone(e.value);
   }
 
+  async findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>> {
+    const found = new Map<string, CachedResult>();
+    for (const key of keys) {
+      const e = await this.findCached(tenant, key);
+      if (e) found.set(key, e);
+    }
+    return found;
+  }
+
   async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
     this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
   }
@@ -97,6 +116,25 @@ export class MemoryStore implements Store {
     const h = getOrCreate(this.histories, session, () => []);
     h.push(clone(entry));
     return true;
+  }
+
+  async commitResults(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    items: readonly CommitItem[];
+  }): Promise<boolean[]> {
+    const { session, tenant, run } = input;
+    const recorded: boolean[] = [];
+    for (const item of input.items) {
+      const now = await this.recordResult(session, item.callIndex, item.entry);
+      recorded.push(now);
+      if (!now) continue; // DESIGN.md pass 3: commit is idempotent
+      if (item.dedupe) await this.putDedupe(session, run, item.dedupe);
+      if (item.cache) await this.putCached(tenant, item.cache.key, item.cache.value, item.cache.ttlMs);
+      for (const inv of item.invalidations ?? []) await this.dropDedupe(session, run, inv);
+    }
+    return recorded;
   }
 
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {

@@ -61,10 +61,23 @@ describe('RedisStore on Redis', () => {
       run: 'r1',
       at: 'x',
     });
+    await store.commitResults({
+      session: 's1',
+      tenant: 't1',
+      run: 'r2',
+      items: [
+        {
+          callIndex: 0,
+          entry: { id: 'c', name: 'fetch_page', status: 'ok', durationMs: 1, round: 'rnd2', run: 'r2', at: 'x' },
+          dedupe: { key: 'k2', tool: 'fetch_page', callId: 'c', round: 'rnd2', output: 1 },
+          cache: { key: 'k2', value: { output: 1, callId: 'c', round: 'rnd2', storedAt: 1 }, ttlMs: 60_000 },
+        },
+      ],
+    });
     await store.beginRound({ session: 's1', run: 'r1', round: 'rnd', idempotencyKey: 'key', callsHash: 'h' });
     await store.finishRound('s1', 'r1', 'rnd', { round: 'rnd', results: [] });
     const keys = await redis.keys(`${prefix}:*`);
-    expect(keys.length).toBeGreaterThanOrEqual(9);
+    expect(keys.length).toBeGreaterThanOrEqual(13);
     for (const key of keys) {
       const ttl = await redis.pttl(key);
       expect({ key, hasTtl: ttl > 0 }).toEqual({ key, hasTtl: true });

@@ -1,6 +1,7 @@
 import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-3.lua.js';
+import { commitResultsScript } from './lua/commitResults-5.lua.js';
 import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
 import { finishRoundScript } from './lua/finishRound-1.lua.js';
 import { recordResultScript } from './lua/recordResult-4.lua.js';
@@ -8,6 +9,7 @@ import { type RedisClient, runScript } from './lua/script.js';
 import type {
   BeginRound,
   CachedResult,
+  CommitItem,
   DedupeEntry,
   DedupeInvalidation,
   HistoryEntry,
@@ -92,6 +94,17 @@ export class RedisStore implements Store {
     return (entry as DedupeEntry | undefined) ?? null;
   }
 
+  async findDedupeMany(session: string, run: string, keys: readonly string[]): Promise<Map<string, DedupeEntry>> {
+    const found = new Map<string, DedupeEntry>();
+    if (keys.length === 0) return found;
+    const values = await this.redis.hmget(this.keys.dedupe(session, run), ...keys);
+    values.forEach((v, i) => {
+      const entry = tryParseJson(v) as DedupeEntry | undefined;
+      if (entry) found.set(keys[i] as string, entry);
+    });
+    return found;
+  }
+
   async putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void> {
     const entries = this.keys.dedupe(session, run);
     const meta = this.keys.dedupeMeta(session, run);
@@ -123,6 +136,18 @@ export class RedisStore implements Store {
     return (value as CachedResult | undefined) ?? null;
   }
 
+  async findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>> {
+    const found = new Map<string, CachedResult>();
+    if (keys.length === 0) return found;
+    // One tenant's cache keys share its hash tag, so one MGET serves them on a cluster too.
+    const values = await this.redis.mget(...keys.map((key) => this.keys.cache(tenant, key)));
+    values.forEach((v, i) => {
+      const value = tryParseJson(v) as CachedResult | undefined;
+      if (value) found.set(keys[i] as string, value);
+    });
+    return found;
+  }
+
   async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
     const px = Math.max(1, Math.ceil(ttlMs));
     await this.redis.set(this.keys.cache(tenant, key), JSON.stringify(value), 'PX', px);
@@ -137,6 +162,62 @@ export class RedisStore implements Store {
       [`${entry.round}|${callIndex}`, JSON.stringify(entry), this.ttlMs],
     );
     return Number(recorded) === 1;
+  }
+
+  async commitResults(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    items: readonly CommitItem[];
+  }): Promise<boolean[]> {
+    const { session, tenant, run, items } = input;
+    if (items.length === 0) return [];
+    const k = this.keys;
+    const keys = [
+      k.committed(session),
+      k.history(session),
+      k.session(session),
+      k.dedupe(session, run),
+      k.dedupeMeta(session, run),
+    ];
+    const toolKey = new Map<string, number>();
+    const args: (string | number)[] = [this.ttlMs];
+    for (const item of items) {
+      const tool = item.entry.name;
+      let index = toolKey.get(tool);
+      if (index === undefined) {
+        keys.push(k.toolHistory(session, tool));
+        index = keys.length; // Lua's KEYS are 1-based
+        toolKey.set(tool, index);
+      }
+      const d = item.dedupe;
+      const invalidations = item.invalidations?.length ? JSON.stringify(item.invalidations) : '';
+      // The 7 fields of one item, as commitResults-5.lua reads them.
+      const fields: [string, string, number, string, string, string, string] = [
+        `${item.entry.round}|${item.callIndex}`,
+        JSON.stringify(item.entry),
+        index,
+        d ? d.key : '',
+        d ? JSON.stringify(d) : '',
+        d ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
+        invalidations,
+      ];
+      args.push(...fields);
+    }
+    const reply = (await runScript(this.redis, commitResultsScript, keys, args)) as number[];
+    const recorded = items.map((_, i) => Number(reply[i]) === 1);
+    // The cache is tenant-scoped (another hash slot): written after, for the calls recorded now.
+    const caching = items.filter((item, i) => recorded[i] && item.cache);
+    if (caching.length > 0) {
+      const pipeline = this.redis.pipeline();
+      for (const { cache } of caching) {
+        if (!cache) continue;
+        const px = Math.max(1, Math.ceil(cache.ttlMs));
+        pipeline.set(k.cache(tenant, cache.key), JSON.stringify(cache.value), 'PX', px);
+      }
+      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    }
+    return recorded;
   }
 
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {

@@ -1,6 +1,6 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
+import type { CommitItem, DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
 
 /**
  * The rules every Store keeps (STYLE.md: one shared suite, run against each implementation).
@@ -136,6 +136,28 @@ export function describeStoreContract(
       });
     });
 
+    describe('lookups of many keys', () => {
+      it('finds the dedupe entries there are, by key, within the run', async () => {
+        const a = dedupe('a', 'calculate');
+        await store.putDedupe('s1', 'r1', a);
+        await store.putDedupe('s1', 'r2', dedupe('b', 'calculate'));
+        const found = await store.findDedupeMany('s1', 'r1', ['a', 'b', 'missing']);
+        expect([...found.entries()]).toEqual([['a', a]]);
+        expect((await store.findDedupeMany('s1', 'r1', [])).size).toBe(0);
+      });
+
+      it('finds the live cached results there are, by key, within the tenant', async () => {
+        const value = { output: 1, callId: 'c1', round: 'rnd_1', storedAt: 1 };
+        await store.putCached('t1', 'live', value, 60_000);
+        await store.putCached('t1', 'stale', value, 80);
+        await store.putCached('t2', 'other', value, 60_000);
+        await sleep(250);
+        const found = await store.findCachedMany('t1', ['live', 'stale', 'other']);
+        expect([...found.entries()]).toEqual([['live', value]]);
+        expect((await store.findCachedMany('t1', [])).size).toBe(0);
+      });
+    });
+
     describe('result cache', () => {
       const value = { output: { text: 'hi' }, callId: 'c1', round: 'rnd_1', storedAt: 1 };
 
@@ -187,6 +209,71 @@ export function describeStoreContract(
         await store.recordResult('s1', 0, entry('rnd_1', 'c1', 'calculate'));
         expect(await store.history('s2')).toEqual([]);
         expect(await store.recordResult('s2', 0, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
+      });
+    });
+
+    describe('a round committed at once (commitResults)', () => {
+      const commit = (items: CommitItem[], run = 'r1') =>
+        store.commitResults({ session: 's1', tenant: 't1', run, items });
+
+      it('records each call once and says which were recorded now', async () => {
+        const a = entry('rnd_1', 'c1', 'calculate');
+        const b = entry('rnd_1', 'c2', 'read_files');
+        expect(await commit([item(0, a), item(1, b)])).toEqual([true, true]);
+        expect(await commit([item(0, a), item(1, b), item(2, entry('rnd_1', 'c3', 'calculate'))])).toEqual([
+          false,
+          false,
+          true,
+        ]);
+        expect((await store.history('s1')).map((e) => e.id)).toEqual(['c1', 'c2', 'c3']);
+        expect((await store.history('s1', 'calculate')).map((e) => e.id)).toEqual(['c1', 'c3']);
+        expect(await store.recordResult('s1', 1, b)).toBe(false);
+      });
+
+      it('puts dedupe entries and caches results of the calls it records', async () => {
+        const d = dedupe('fetch_page|x', 'fetch_page');
+        const value = { output: { text: 'hi' }, callId: 'c1', round: 'rnd_1', storedAt: 1 };
+        await commit([
+          item(0, entry('rnd_1', 'c1', 'fetch_page'), { dedupe: d, cache: { key: d.key, value, ttlMs: 60_000 } }),
+        ]);
+        expect(await store.findDedupe('s1', 'r1', d.key)).toEqual(d);
+        expect(await store.findDedupe('s1', 'r2', d.key)).toBeNull();
+        expect(await store.findCached('t1', d.key)).toEqual(value);
+        expect(await store.findCached('t2', d.key)).toBeNull();
+      });
+
+      it('applies the calls in order: a later call invalidates what an earlier one put', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('old', 'find_files'));
+        const read = dedupe('read|a', 'read_files', { paths: ['a.txt'] });
+        const other = dedupe('read|b', 'read_files', { paths: ['b.txt'] });
+        const after = dedupe('read|a2', 'read_files', { paths: ['a.txt'], callId: 'c3' });
+        await commit([
+          item(0, entry('rnd_1', 'c1', 'read_files'), { dedupe: read }),
+          item(1, entry('rnd_1', 'c0', 'read_files'), { dedupe: other }),
+          item(2, entry('rnd_1', 'c2', 'edit_file'), {
+            invalidations: [{ tool: 'read_files', paths: ['a.txt'] }, { tool: 'find_files' }],
+          }),
+          item(3, entry('rnd_1', 'c3', 'read_files'), { dedupe: after }),
+        ]);
+        expect(await store.findDedupe('s1', 'r1', 'read|a')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'old')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'read|b')).toEqual(other);
+        expect(await store.findDedupe('s1', 'r1', 'read|a2')).toEqual(after);
+      });
+
+      it('writes nothing again for a call committed before', async () => {
+        const d = dedupe('k', 'calculate');
+        const e = entry('rnd_1', 'c1', 'calculate');
+        await commit([item(0, e, { dedupe: d })]);
+        await store.dropDedupe('s1', 'r1', { tool: 'calculate' });
+        expect(await commit([item(0, e, { dedupe: d })])).toEqual([false]);
+        expect(await store.findDedupe('s1', 'r1', 'k')).toBeNull();
+        expect(await store.history('s1')).toEqual([e]);
+      });
+
+      it('commits nothing for no calls', async () => {
+        expect(await commit([])).toEqual([]);
+        expect(await store.history('s1')).toEqual([]);
       });
     });
 
@@ -272,6 +359,10 @@ function dedupe(key: string, tool: string, over: Partial<DedupeEntry> = {}): Ded
 
 function result(id: string, name: string, over: Partial<CallResult> = {}): CallResult {
   return { id, name, status: 'ok', output: { value: 1 }, durationMs: 3, ...over };
+}
+
+function item(callIndex: number, e: HistoryEntry, over: Omit<CommitItem, 'callIndex' | 'entry'> = {}): CommitItem {
+  return { callIndex, entry: e, ...over };
 }
 
 function entry(round: string, id: string, name: string, over: Partial<CallResult> = {}): HistoryEntry {

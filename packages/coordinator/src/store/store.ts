@@ -43,6 +43,19 @@ export interface DedupeInvalidation {
   paths?: string[];
 }
 
+/** One call of a round as pass 3 commits it (DESIGN.md), for `Store.commitResults`. */
+export interface CommitItem {
+  /** The call's index in its round: (round, callIndex) is committed once. */
+  callIndex: number;
+  entry: HistoryEntry;
+  /** Put into the run's dedupe map (an `ok` result of a dedupable call). */
+  dedupe?: DedupeEntry;
+  /** Written to the tenant's result cache (an `ok` result of a cacheable call). */
+  cache?: { key: string; value: CachedResult; ttlMs: number };
+  /** The run's dedupe entries this call's side effect removes, after its own writes. */
+  invalidations?: readonly DedupeInvalidation[];
+}
+
 export interface CachedResult {
   output: unknown;
   callId: string;
@@ -86,12 +99,16 @@ export interface Store {
   addAutoApprove(session: string, tool: string): Promise<void>;
 
   findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null>;
+  /** `findDedupe` for many keys at once: the entries found, by key. */
+  findDedupeMany(session: string, run: string, keys: readonly string[]): Promise<Map<string, DedupeEntry>>;
   putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void>;
   /** Removes the run's entries the invalidation covers; returns how many went. */
   dropDedupe(session: string, run: string, invalidation: DedupeInvalidation): Promise<number>;
 
   /** Result cache, scoped to a tenant; entries expire after `ttlMs`. */
   findCached(tenant: string, key: string): Promise<CachedResult | null>;
+  /** `findCached` for many keys at once: the live entries found, by key. */
+  findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>>;
   putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void>;
 
   /**
@@ -100,6 +117,17 @@ export interface Store {
    */
   recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean>;
   history(session: string, tool?: string): Promise<HistoryEntry[]>;
+  /**
+   * Pass 3 for a whole round, in item order: for each item not committed before, what
+   * `recordResult`, `putDedupe`, `putCached` and `dropDedupe` would do one by one (a later item
+   * sees an earlier one's dedupe writes). Returns, per item, whether it was recorded now.
+   */
+  commitResults(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    items: readonly CommitItem[];
+  }): Promise<boolean[]>;
 
   /**
    * Starts a round under an idempotency key (or a fresh one when key is undefined): `new` when

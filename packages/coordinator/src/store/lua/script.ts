@@ -10,13 +10,27 @@ export type RedisClient = Redis | Cluster;
  */
 export interface LuaScript {
   name: string;
+  /** Keys it always takes; with `moreKeys`, the least it takes. */
   numberOfKeys: number;
+  /** Takes further keys after the fixed ones (one per tool named in a round, say). */
+  moreKeys: boolean;
   lua: string;
   sha: string;
 }
 
-export function defineScript(name: string, numberOfKeys: number, lua: string): LuaScript {
-  return { name, numberOfKeys, lua, sha: createHash('sha1').update(lua).digest('hex') };
+export function defineScript(
+  name: string,
+  numberOfKeys: number,
+  lua: string,
+  options: { moreKeys?: boolean } = {},
+): LuaScript {
+  return {
+    name,
+    numberOfKeys,
+    moreKeys: options.moreKeys === true,
+    lua,
+    sha: createHash('sha1').update(lua).digest('hex'),
+  };
 }
 
 /** EVALSHA, falling back to EVAL once when the server does not know the script (restart, new node). */
@@ -26,8 +40,9 @@ export async function runScript(
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  if (keys.length !== script.numberOfKeys) {
-    throw new Error(`${script.name} takes ${script.numberOfKeys} keys, got ${keys.length}`);
+  if (script.moreKeys ? keys.length < script.numberOfKeys : keys.length !== script.numberOfKeys) {
+    const takes = `${script.moreKeys ? 'at least ' : ''}${script.numberOfKeys}`;
+    throw new Error(`${script.name} takes ${takes} keys, got ${keys.length}`);
   }
   try {
     return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
