@@ -267,6 +267,19 @@ describe('pass 1: pre-flight', () => {
       expect(results[0]).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
     });
 
+    it('answers unknown for a client tool, saying the client runs it, and never runs it', async () => {
+      const t = await setup();
+      const ask = { name: 'ask_user', description: 'Ask.', parameters: { type: 'object' } };
+      await t.engine.putSession(t.session, { provider: 'openai', clientTools: [ask] });
+      t.ex.on('ask_user', async () => ({ answered: true }));
+      const { results } = await t.round([direct('ask_user', {}), rt('ask_user', {})]);
+      for (const r of results) {
+        expect(r).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
+        expect(r.error?.message).toMatch(/client tool: the client application runs it/);
+      }
+      expect(t.ex.countOf('ask_user')).toBe(0);
+    });
+
     it('answers unknown for a defined tool with no registered handler', async () => {
       const t = await setup({ fetchAll: false });
       await t.round([rt('file_history', {})]); // schema first

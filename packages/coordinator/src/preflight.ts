@@ -44,7 +44,7 @@ export interface PreflightInput {
   /** Mutated: schemas fetched by earlier calls of the round are fetched for later ones. */
   fetched: Set<string>;
   specs: ReadonlyMap<string, ToolSpec>;
-  /** Tools with a registered handler (workers), plus client tools. */
+  /** Tools with a registered handler (workers); never client tools, which the client runs. */
   runnable: ReadonlySet<string>;
   autoApprove: readonly string[] | 'all';
   findDedupe(key: string): Promise<DedupeEntry | null>;
@@ -196,6 +196,16 @@ async function preflightOne(call: NormalCall, input: PreflightInput, round: Roun
         name,
         'no_definition',
         `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
+      ),
+    };
+  if (spec.kind === 'client')
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_handler',
+        `"${name}" is a client tool: the client application runs it, not tool-dispatch, so it did not run here.`,
       ),
     };
   if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
