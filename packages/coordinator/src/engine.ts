@@ -389,8 +389,8 @@ export class Engine implements Dispatcher {
       specs,
       runnable: await this.runnable(state),
       autoApprove: state.autoApprove,
-      findDedupe: (key) => this.store.findDedupe(state.id, run, key),
-      findCached: (key) => this.store.findCached(state.tenant, key),
+      findDedupe: (keys) => this.store.findDedupeMany(state.id, run, keys),
+      findCached: (keys) => this.store.findCachedMany(state.tenant, keys),
     });
     const added = [...fetched].filter((n) => !before.has(n));
     if (added.length) await this.store.markFetched(state.id, added);

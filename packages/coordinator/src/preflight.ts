@@ -47,8 +47,10 @@ export interface PreflightInput {
   /** Tools with a registered handler (workers); never client tools, which the client runs. */
   runnable: ReadonlySet<string>;
   autoApprove: readonly string[] | 'all';
-  findDedupe(key: string): Promise<DedupeEntry | null>;
-  findCached(key: string): Promise<CachedResult | null>;
+  /** The run's dedupe entries under these keys (one read for the round). */
+  findDedupe(keys: readonly string[]): Promise<ReadonlyMap<string, DedupeEntry>>;
+  /** The tenant's live cached results under these keys (one read for the round). */
+  findCached(keys: readonly string[]): Promise<ReadonlyMap<string, CachedResult>>;
 }
 
 const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): Decision => {
@@ -70,12 +72,20 @@ function refusalHint(name: string, loaded: ReadonlySet<string>): string {
  * decides for each: ended here (with a status), follows an identical earlier call, or runs.
  */
 export async function preflight(calls: readonly NormalCall[], input: PreflightInput): Promise<PlannedCall[]> {
+  const resolved = calls.map((call) => resolveCall(call, input));
+  // Pass 1 writes nothing to the dedupe map or the cache, so the round's lookups can all be read
+  // first, at once. A cache hit is still used only at step 7 (valid calls of tools that exist).
+  const open = resolved.filter((p) => p.decision.kind === 'run');
+  const [dedupeHits, cacheHits] = await Promise.all([
+    input.findDedupe([...new Set(open.filter((p) => p.dedupable).map((p) => p.key))]),
+    input.findCached([...new Set(open.filter((p) => p.cacheable).map((p) => p.key))]),
+  ]);
   const planned: PlannedCall[] = [];
   const leaders = new Map<string, number>();
   /** Invalidations earlier calls of this round will cause if they run (lookahead for dedupe). */
   const shadows: DedupeInvalidation[] = [];
-  for (const call of calls) {
-    const p = await preflightOne(call, input, { leaders, shadows, planned });
+  for (const r of resolved) {
+    const p = r.decision.kind === 'run' ? decide(r, input, { leaders, shadows, planned, dedupeHits, cacheHits }) : r;
     planned.push(p);
     if (p.decision.kind === 'run') {
       for (const inv of invalidationsOf(p.name, p.args, undefined)) {
@@ -94,9 +104,12 @@ interface RoundState {
   leaders: Map<string, number>;
   shadows: DedupeInvalidation[];
   planned: PlannedCall[];
+  dedupeHits: ReadonlyMap<string, DedupeEntry>;
+  cacheHits: ReadonlyMap<string, CachedResult>;
 }
 
-async function preflightOne(call: NormalCall, input: PreflightInput, round: RoundState): Promise<PlannedCall> {
+/** Steps 1 and 2 (and the shape of the args): the call ended here, or its resolved name and args, to go on. */
+function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
   const base = (name: string, args: Record<string, unknown>, decision: Decision): PlannedCall => {
     const spec = input.specs.get(name);
     return {
@@ -148,8 +161,12 @@ async function preflightOne(call: NormalCall, input: PreflightInput, round: Roun
   const shape = argsShapeProblem(args);
   if (shape) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${shape}`));
 
-  const planned = base(name, args, { kind: 'run', needsConfirm: false });
-  const { spec } = planned;
+  return base(name, args, { kind: 'run', needsConfirm: false });
+}
+
+/** Steps 3 to 8 for a call that got through steps 1 and 2. */
+function decide(planned: PlannedCall, input: PreflightInput, round: RoundState): PlannedCall {
+  const { call, name, args, spec } = planned;
 
   // Step 3: dedupe, within the round and against the run's successful results.
   if (planned.dedupable) {
@@ -157,7 +174,7 @@ async function preflightOne(call: NormalCall, input: PreflightInput, round: Roun
     if (leader !== undefined) return { ...planned, decision: { kind: 'follow', leader } };
     round.leaders.set(planned.key, round.planned.length);
     const shadowed = round.shadows.some((inv) => covers(inv, name, planned.paths));
-    const hit = shadowed ? null : await input.findDedupe(planned.key);
+    const hit = shadowed ? undefined : round.dedupeHits.get(planned.key);
     if (hit) {
       const result: CallResult = {
         id: call.id,
@@ -231,7 +248,7 @@ async function preflightOne(call: NormalCall, input: PreflightInput, round: Roun
 
   // Step 7: the result cache (valid calls of existing tools only).
   if (planned.cacheable) {
-    const hit = await input.findCached(planned.key);
+    const hit = round.cacheHits.get(planned.key);
     if (hit) {
       const result: CallResult = { id: call.id, name, status: 'cached', output: hit.output, durationMs: 0 };
       return { ...planned, decision: { kind: 'done', result } };
