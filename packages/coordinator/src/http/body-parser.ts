@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from './errors.js';
 
@@ -34,5 +35,35 @@ export function installJsonBodyParser(app: FastifyInstance, bodyLimit: number): 
       return;
     }
     done(null, value);
+  });
+}
+
+/**
+ * Reads and drops what is left of a request body, up to `maxBytes` or `maxMs`, so a client
+ * still sending an oversized body reads the 413 instead of a reset connection (undici's fetch
+ * reports EPIPE when the server closes before the upload ends). Resolves when done or at a cap.
+ */
+export function discardRequestBody(request: IncomingMessage, maxBytes: number, maxMs: number): Promise<void> {
+  if (request.complete || request.readableEnded || request.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = () => {
+      clearTimeout(timer);
+      request.off('data', countChunk);
+      request.off('end', finish);
+      request.off('error', finish);
+      request.off('close', finish);
+      resolve();
+    };
+    const countChunk = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > maxBytes) finish();
+    };
+    const timer = setTimeout(finish, maxMs);
+    request.on('data', countChunk);
+    request.once('end', finish);
+    request.once('error', finish);
+    request.once('close', finish);
+    request.resume();
   });
 }

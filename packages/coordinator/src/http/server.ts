@@ -2,7 +2,7 @@ import { MAX_BODY_BYTES, type Tracing } from '@tool-dispatch/shared';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
-import { installJsonBodyParser } from './body-parser.js';
+import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
 import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
@@ -18,6 +18,8 @@ import type { SseOptions, SseStream } from './sse.js';
  * overlong id reaches the id check and gets its 400 there, with room for percent-encoding.
  */
 const MAX_PARAM_LENGTH = 1024;
+/** How long the server keeps reading an oversized body before it answers 413 anyway. */
+const DISCARD_BODY_MS = 10_000;
 
 export interface BuildServerOptions {
   dispatcher: Dispatcher;
@@ -64,9 +66,11 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   });
 
   installJsonBodyParser(app, MAX_BODY_BYTES);
-  app.setErrorHandler(function sendErrorBody(error, _request, reply) {
+  app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
     if (internal) onInternalError(error);
+    // fastify refuses an oversized body before reading it; read the rest so the client sees the 413.
+    if (httpError.statusCode === 413) await discardRequestBody(request.raw, 4 * MAX_BODY_BYTES, DISCARD_BODY_MS);
     return sendError(reply, httpError);
   });
   app.setNotFoundHandler(function routeNotFound(request, reply) {
