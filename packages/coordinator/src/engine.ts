@@ -194,8 +194,10 @@ export class Engine implements Dispatcher {
     const ref: RoundRef = { session: input.session, run: input.run, round };
     const ledger = this.options.ledger;
     if (ledger) {
-      await ledger.claim(ref, this.coordinatorId, this.leaseMs, false);
-      await ledger.save(ref, { phase: 'preflight', calls: input.calls });
+      await Promise.all([
+        ledger.claim(ref, this.coordinatorId, this.leaseMs, false),
+        ledger.save(ref, { phase: 'preflight', calls: input.calls }),
+      ]);
     }
     return this.track(input.session, input.run, (controller) => this.runRound(state, ref, input.calls, controller));
   }
@@ -254,20 +256,24 @@ export class Engine implements Dispatcher {
       let planned: PlannedCall[];
       if (!resume || resume.phase === 'preflight') {
         const calls = rawCalls.map(normalizeCall);
-        if (!resume) await this.publishStarted(ref, calls);
-        planned = await (hooks?.pass
+        // round.started goes out while pass 1 reads (it only has to come before the round's other events).
+        const started = resume ? undefined : this.publishStarted(ref, calls);
+        const pass1 = hooks?.pass
           ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls))
-          : this.preflight(state, run, calls));
+          : this.preflight(state, run, calls);
+        [, planned] = await Promise.all([started, pass1]);
         await this.gate(state, run, round, planned, controller.signal);
         await this.saveProgress(ref, { phase: 'execute', calls: rawCalls, planned: planned.map(storedOf) });
       } else {
         planned = this.restorePlanned(state, resume.planned ?? []);
       }
       let results: CallResult[];
+      let saved: Promise<void> | undefined;
       if (resume?.phase === 'commit' && resume.results) results = resume.results;
       else {
         results = await this.execute(state, run, round, planned, controller.signal);
-        await this.saveProgress(ref, { phase: 'commit', calls: rawCalls, planned: planned.map(storedOf), results });
+        // Saved alongside the commit: a takeover from `execute` finds the outcomes recorded, and commit is idempotent.
+        saved = this.saveProgress(ref, { phase: 'commit', calls: rawCalls, planned: planned.map(storedOf), results });
       }
       const commit = () =>
         commitRound({
@@ -280,11 +286,10 @@ export class Engine implements Dispatcher {
           planned,
           results,
         });
-      await (hooks?.pass ? hooks.pass('commit', ref, commit) : commit());
+      await Promise.all([saved, hooks?.pass ? hooks.pass('commit', ref, commit) : commit()]);
       if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
       const response: RoundResponse = { round, results };
-      await this.store.finishRound(session, run, round, response);
-      await this.options.ledger?.release(ref);
+      await Promise.all([this.store.finishRound(session, run, round, response), this.options.ledger?.release(ref)]);
       await this.events.publish(session, 'round.completed', { round, run });
       return response;
     };

@@ -42,8 +42,10 @@ export class RedisLedger implements RoundLedger {
 
   async release(ref: RoundRef): Promise<void> {
     const m = this.member(ref);
-    await this.redis.multi().zrem(this.leases, m).hdel(this.owners, m).exec();
-    await this.redis.pexpire(this.progressKey(ref), 60_000);
+    await Promise.all([
+      this.redis.multi().zrem(this.leases, m).hdel(this.owners, m).exec(),
+      this.redis.pexpire(this.progressKey(ref), 60_000),
+    ]);
   }
 
   async lapsed(now: number, limit: number): Promise<RoundRef[]> {
