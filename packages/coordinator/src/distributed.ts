@@ -28,6 +28,16 @@ const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
   searchUrl: config.searchUrl,
 });
 
+/** Logs an infrastructure error once per distinct message in a row (reconnect loops repeat them). */
+function onceInARow(log: (line: string) => void, label: string): (e: Error) => void {
+  let last = '';
+  return (e) => {
+    if (e.message === last) return;
+    last = e.message;
+    log(`${label}: ${e.message}`);
+  };
+}
+
 function requireRedis(config: DispatchConfig): string {
   if (!config.redisUrl) throw new Error('distributed mode needs REDIS_URL (e.g. redis://127.0.0.1:6379)');
   return config.redisUrl;
@@ -52,7 +62,7 @@ export async function createDistributedEngine(
     lastError = e.message;
   });
   const prefix = config.prefix;
-  const executor = new QueueExecutor({ redisUrl, prefix, onError: (e) => log(`queue: ${e.message}`) });
+  const executor = new QueueExecutor({ redisUrl, prefix, onError: onceInARow(log, 'queue') });
   await executor.waitUntilReady();
   const engine = new Engine({
     config,
@@ -70,7 +80,14 @@ export async function createDistributedEngine(
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   engine.startRecovery();
-  return { engine, executor, release: async () => void (await redis.quit().catch(() => undefined)) };
+  return {
+    engine,
+    executor,
+    release: async () => {
+      if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+      else redis.disconnect();
+    },
+  };
 }
 
 /** Queue depth and worker liveness, read from Redis at each scrape of /metrics. */
@@ -130,7 +147,7 @@ export async function distributedCoordinator(options: {
         registry: createBuiltinRegistry(),
         config: handlerConfigOf(config),
         concurrency: config.workerConcurrency,
-        onError: (e) => log(`worker: ${e.message}`),
+        onError: onceInARow(log, 'worker'),
       }),
     );
   }
@@ -157,10 +174,20 @@ export async function runWorkerProcess(options: {
     config: handlerConfigOf(config),
     concurrency: config.workerConcurrency,
     metrics,
-    onError: (e) => log(`worker: ${e.message}`),
+    onError: onceInARow(log, 'worker'),
   });
+  // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
+  const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  probe.on('error', () => {});
   const server =
-    options.port > 0 ? await startMetricsServer({ metrics, port: options.port, host: '0.0.0.0' }) : undefined;
+    options.port > 0
+      ? await startMetricsServer({
+          metrics,
+          port: options.port,
+          host: '0.0.0.0',
+          isReady: () => probe.status === 'ready',
+        })
+      : undefined;
   log(
     `worker ${worker.id} consuming ${config.prefix} queues on ${redactUrl(redisUrl)} (concurrency ${config.workerConcurrency}, serial 1)${server ? `; metrics on :${server.port}` : ''}`,
   );
@@ -168,6 +195,7 @@ export async function runWorkerProcess(options: {
     stop: async () => {
       await worker.close();
       await server?.close();
+      probe.disconnect();
       await tracing.shutdown();
     },
   };

@@ -205,8 +205,18 @@ export class QueueExecutor implements Executor {
       entry.settle({ status: 'error', code: 'cancelled', message: 'the coordinator is shutting down', durationMs: 0 });
     }
     this.reader.disconnect();
-    await this.readLoop?.catch(() => undefined);
-    await Promise.all(Object.values(this.queues).map((q) => q.close().catch(() => undefined)));
+    const connected = this.redis.status === 'ready';
+    // With Redis unreachable, ioredis may never settle a command that was in flight, and BullMQ's
+    // close waits for a reconnect that may never come: bound both, then drop the connections.
+    const bound = connected ? 10_000 : 1_000;
+    await settleWithin(this.readLoop ?? Promise.resolve(), bound);
+    await Promise.all(
+      Object.values(this.queues).map((q) => settleWithin(connected ? q.close() : q.disconnect(), bound)),
+    );
+    if (!connected) {
+      this.redis.disconnect();
+      return;
+    }
     // Nothing waits on this coordinator's results any more.
     await this.redis.del(this.resultsKey).catch(() => undefined);
     await this.redis.quit().catch(() => this.redis.disconnect());
@@ -369,3 +379,15 @@ function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () =
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for `p` (ignoring its outcome), at most `ms`. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    p.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}

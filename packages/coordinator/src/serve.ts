@@ -74,6 +74,9 @@ async function closeWithin(app: FastifyInstance, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
+/** How long shutdown may take after the rounds drained before the process exits anyway. */
+const SHUTDOWN_LIMIT_MS = 20_000;
+
 /** SIGTERM/SIGINT: drain in-flight rounds, then exit 0 (API.md Processes). */
 export function exitOnSignals(stop: () => Promise<void>, log: (line: string) => void): void {
   let received = false;
@@ -82,6 +85,12 @@ export function exitOnSignals(stop: () => Promise<void>, log: (line: string) => 
       if (received) return;
       received = true;
       log(`${signal}: draining in-flight rounds`);
+      // Closing connections to an unreachable Redis can wait forever; never let that keep us up.
+      const limit = setTimeout(function shutdownTimedOut() {
+        log(`shutdown: connections did not close within ${SHUTDOWN_LIMIT_MS} ms; exiting`);
+        process.exit(0);
+      }, SHUTDOWN_LIMIT_MS);
+      limit.unref();
       stop().then(
         () => process.exit(0),
         (e: unknown) => {
