@@ -21,6 +21,8 @@ export interface FixtureOptions {
   env?: Record<string, string | undefined>;
   /** The API token the client sends (set TD_API_TOKEN in env too). */
   token?: string;
+  /** Worker processes in distributed mode (default 2). */
+  workers?: number;
   /** Environment derived from the two servers' ports. */
   envFor?: (servers: { target: TargetServer; canary: TargetServer }) => Record<string, string | undefined>;
 }
@@ -40,7 +42,13 @@ export function useService(mode: Mode, options: FixtureOptions = {}): Fixture {
     canary = await startTargetServer();
     if (mode === 'distributed') redis = await startRedis();
     const env = { ...options.env, ...options.envFor?.({ target, canary }) };
-    service = await startService({ mode, target, env, ...(redis ? { redisUrl: redis.url } : {}) });
+    service = await startService({
+      mode,
+      target,
+      env,
+      ...(redis ? { redisUrl: redis.url } : {}),
+      ...(options.workers ? { workers: options.workers } : {}),
+    });
     api = new Api(service.base, options.token);
   }, START_HOOK_TIMEOUT_MS);
   afterAll(async () => {

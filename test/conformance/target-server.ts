@@ -9,6 +9,8 @@ export interface SeenRequest {
   headers: IncomingHttpHeaders;
   body: string;
   tag: string;
+  /** The client's port: which process made the request can be found from it. */
+  remotePort: number | undefined;
   start: number;
   end: number | undefined;
 }
@@ -75,6 +77,7 @@ export async function startTargetServer(): Promise<TargetServer> {
       headers: { ...req.headers },
       body: '',
       tag,
+      remotePort: req.socket.remotePort,
       start: Date.now(),
       end: undefined,
     };
