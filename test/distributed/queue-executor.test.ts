@@ -190,6 +190,82 @@ describe('QueueExecutor with two workers', () => {
     });
   });
 
+  describe('when calls of one round are admitted together', () => {
+    const roundOf = (n: number, over: (i: number) => Partial<ExecJob> = () => ({})) => {
+      const first = job('test_echo', {});
+      return Array.from({ length: n }, (_, i) => ({ ...first, callId: `c${i}`, callIndex: i, ...over(i) }));
+    };
+
+    it('carries them in one BullMQ job, each with its own outcome', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const calls = roundOf(4, (i) => (i === 2 ? { name: 'test_fail' } : { args: { i } }));
+      const outcomes = await Promise.all(calls.map((c) => exec.execute(c, never())));
+      expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok', 'error', 'ok']);
+      expect(outcomes[3]).toMatchObject({ output: { echo: { i: 3 } } });
+      expect(outcomes[2]).toMatchObject({ code: 'handler_error' });
+      // Reported before BullMQ marks the job complete: wait for that, then count every job.
+      const q = exec.queues.concurrent;
+      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      const counts = await q.getJobCounts('completed', 'active', 'waiting', 'failed', 'delayed');
+      expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
+    });
+
+    it('cancels one call without its siblings', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-batch-cancel.log`);
+      const calls = roundOf(2, (i) => ({
+        name: 'test_sleep',
+        args: { ms: i === 0 ? 20_000 : 300, file, tag: `t${i}` },
+      }));
+      const ac = new AbortController();
+      const pending = [exec.execute(calls[0] as ExecJob, ac.signal), exec.execute(calls[1] as ExecJob, never())];
+      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 2);
+      ac.abort();
+      const [cancelled, sibling] = await Promise.all(pending);
+      expect(cancelled).toMatchObject({ status: 'error', code: 'cancelled' });
+      expect(sibling).toMatchObject({ status: 'ok', output: { tag: 't1' } });
+      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith('t0')));
+    });
+
+    it('runs a call once when another job carries it too (calls grouped differently after a takeover)', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      await worker(prefix, 'w-b');
+      const first = await executor(prefix, { coordinatorId: 'c-one' });
+      const second = await executor(prefix, { coordinatorId: 'c-two' });
+      const file = path.join(dir, `${prefix}-regrouped.log`);
+      const calls = roundOf(2, (i) => ({ name: 'test_sleep', args: { ms: 300, file, tag: `t${i}` } }));
+      const [a0, a1, b0] = await Promise.all([
+        first.execute(calls[0] as ExecJob, never()),
+        first.execute(calls[1] as ExecJob, never()),
+        second.execute(calls[0] as ExecJob, never()),
+      ]);
+      expect(a1).toMatchObject({ status: 'ok', output: { tag: 't1' } });
+      expect(a0).toMatchObject({ status: 'ok', output: { tag: 't0' } });
+      expect(b0).toEqual(a0);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await lines(file)).filter((l) => l.startsWith('start') && l.includes(' t0 '))).toHaveLength(1);
+    });
+
+    it('answers a call with an outcome recorded before without running it again', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-recorded.log`);
+      const j = job('test_sleep', { ms: 10, file });
+      const first = await exec.execute(j, never());
+      // The finished job leaves BullMQ (as after its retention); the outcome stays.
+      await exec.queues.concurrent.clean(0, 100, 'completed');
+      const again = await (await executor(prefix)).execute(j, never());
+      expect(again).toEqual(first);
+      expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    });
+  });
+
   it('times a call out when no worker takes it before its deadline', async () => {
     const exec = await executor(randomPrefix(), { overdueGraceMs: 200 });
     const outcome = await exec.execute(job('test_echo', {}, { timeoutMs: 300 }), never());

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  batchJobIdFor,
   CANCEL_TTL_MS,
   type CancelMessage,
   DispatchError,
@@ -18,6 +19,7 @@ import {
   type QueuedJob,
   RESULTS_STREAM_TTL_MS,
   type RedisKeys,
+  RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
@@ -55,19 +57,40 @@ const RETRY_MS = 200;
 
 interface Pending {
   job: ExecJob;
+  /** The call's id (jobIdFor): its outcome key, cancel mark and results messages. */
   jobId: string;
   enqueuedAt: number;
   lastCheckedAt: number;
   settle(outcome: ExecOutcome): void;
   promise: Promise<ExecOutcome>;
+  /** The BullMQ job carrying it, once enqueued. */
+  carrier?: Carrier;
+  cancelled?: boolean;
+}
+
+/** One BullMQ job: a call, or a batch of one round's concurrent calls admitted together. */
+interface Carrier {
+  jobId: string;
+  queue: QueueClass;
+  calls: readonly Pending[];
+}
+
+/** Calls of one round admitted in the same tick, gathered into one job. */
+interface Gathering {
+  calls: Pending[];
+  enqueued: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
 }
 
 type StreamEntry = [id: string, fields: string[]];
 
 /**
- * Pass 2 over BullMQ: enqueues each call on the concurrent or serial queue under an idempotent
- * job id, and waits for its outcome on this coordinator's results stream (a Redis stream with a
- * consumer group), with a poll of outcome keys and job states as the safety net.
+ * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
+ * and waits for each outcome on this coordinator's results stream (a Redis stream with a
+ * consumer group), with a poll of outcome keys and job states as the safety net. Concurrent
+ * calls of one round admitted in the same tick (the run's limit already applied) share one
+ * job; each keeps its own deadline, cancel and outcome.
  */
 export class QueueExecutor implements Executor {
   readonly coordinatorId: string;
@@ -82,6 +105,7 @@ export class QueueExecutor implements Executor {
   private readonly handlerCacheMs: number;
   private readonly onError: (error: Error) => void;
   private readonly pending = new Map<string, Pending>();
+  private readonly gathering = new Map<string, Gathering>();
   private readonly ready: Promise<void>;
   private readonly poller: NodeJS.Timeout;
   private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
@@ -153,12 +177,13 @@ export class QueueExecutor implements Executor {
     this.pending.set(jobId, entry);
     const onAbort = () => {
       if (this.pending.get(jobId) !== entry) return;
+      entry.cancelled = true;
       entry.settle(cancelled());
-      this.cancelJob(job, jobId).catch(this.onError);
+      this.cancelCall(entry).catch(this.onError);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      await raceAbort(this.enqueue(entry), signal, () => undefined);
+      await raceAbort(this.gather(entry), signal, () => undefined);
       return await promise;
     } catch (e) {
       entry.settle({ status: 'error', code: 'handler_error', message: 'enqueue failed', durationMs: 0 });
@@ -228,27 +253,83 @@ export class QueueExecutor implements Executor {
     await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
   }
 
-  private async enqueue(entry: Pending): Promise<void> {
+  /** Adds a call to its round's job, enqueued once every call admitted in this tick has joined. */
+  private gather(entry: Pending): Promise<void> {
+    const { job } = entry;
+    // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own.
+    const key = job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `${job.session}\u0000${job.round}`;
+    let gathering = this.gathering.get(key);
+    if (!gathering) {
+      let resolve: () => void = () => {};
+      let reject: (error: unknown) => void = () => {};
+      const enqueued = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      gathering = { calls: [], enqueued, resolve, reject };
+      this.gathering.set(key, gathering);
+      const ready = gathering;
+      // After the microtasks of this tick: every call the run's limiter admitted with this one has joined.
+      process.nextTick(() => {
+        if (this.gathering.get(key) === ready) this.gathering.delete(key);
+        this.enqueue(ready.calls).then(ready.resolve, ready.reject);
+      });
+    }
+    gathering.calls.push(entry);
+    return gathering.enqueued;
+  }
+
+  private async enqueue(gathered: readonly Pending[]): Promise<void> {
     await this.ready;
-    const { job, jobId } = entry;
-    // Idempotent enqueue: an outcome already recorded for this (round, call) is the answer.
-    const recorded = parseOutcome(tryParseJson(await this.redis.get(this.keys.outcome(job.session, jobId))));
-    if (recorded) return entry.settle(recorded);
-    const payload: QueuedJob = { job, replyTo: this.resultsKey, coordinator: this.coordinatorId };
-    // BullMQ ignores an add whose job id exists, so a repeat never runs the call twice.
-    await this.queues[job.queue].add(job.name, payload, {
-      jobId,
-      attempts: 1,
-      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
-      removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+    // Calls cancelled while gathering are not sent.
+    const calls = gathered
+      .filter((c) => this.pending.get(c.jobId) === c)
+      .sort((a, b) => a.job.callIndex - b.job.callIndex);
+    const first = calls[0]?.job;
+    if (!first) return;
+    const carrier: Carrier = {
+      jobId: batchJobIdFor(
+        first.round,
+        calls.map((c) => c.job.callIndex),
+      ),
+      queue: first.queue,
+      calls,
+    };
+    for (const c of calls) c.carrier = carrier;
+    const payload: QueuedJob = {
+      calls: calls.map((c) => c.job),
+      replyTo: this.resultsKey,
+      coordinator: this.coordinatorId,
+    };
+    const names = [...new Set(calls.map((c) => c.job.name))].join('+');
+    // Idempotent enqueue: BullMQ ignores an add whose job id exists, a worker never runs a call whose
+    // outcome is recorded, and an outcome already recorded for a call is its answer now.
+    const [recorded] = await Promise.all([
+      this.redis.mget(...calls.map((c) => this.keys.outcome(c.job.session, c.jobId))),
+      this.queues[first.queue].add(names, payload, {
+        jobId: carrier.jobId,
+        attempts: 1,
+        removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+        removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+      }),
+    ]);
+    recorded.forEach((value, i) => {
+      const outcome = parseOutcome(tryParseJson(value));
+      if (outcome) calls[i]?.settle(outcome);
     });
   }
 
-  /** Removes a waiting job, or tells the worker running it to abort; a later start sees the cancel mark. */
-  private async cancelJob(job: ExecJob, jobId: string): Promise<void> {
+  /**
+   * Leaves a mark a worker checks before it starts the call, and tells the worker running it to
+   * abort. The job leaves the queue only when all its calls are cancelled (never a sibling's).
+   */
+  private async cancelCall(entry: Pending): Promise<void> {
+    const { job, jobId, carrier } = entry;
     await this.redis.set(this.keys.cancel(job.session, jobId), '1', 'PX', CANCEL_TTL_MS);
-    const removed = await this.queues[job.queue].remove(jobId).catch(() => 0);
-    if (removed === 1) return;
+    if (carrier?.calls.every((c) => c.cancelled)) {
+      const removed = await this.queues[carrier.queue].remove(carrier.jobId).catch(() => 0);
+      if (removed === 1) return;
+    }
     const message: CancelMessage = { jobId, queue: job.queue };
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
   }
@@ -281,11 +362,13 @@ export class QueueExecutor implements Executor {
         if (entries.length === 0) continue;
         for (const [, fields] of entries) this.onResult(fields);
         const ids = entries.map(([id]) => id);
-        await this.redis
+        // Not waited for: the next read goes out at once (a lost ack only leaves entries the TTL removes).
+        this.redis
           .multi()
           .xack(this.resultsKey, RESULTS_GROUP, ...ids)
           .xdel(this.resultsKey, ...ids)
-          .exec();
+          .exec()
+          .catch(this.onError);
       } catch (e) {
         if (this.closed) return;
         // The stream (and its group) vanished: expired while idle, or Redis restarted empty.
@@ -295,15 +378,18 @@ export class QueueExecutor implements Executor {
     }
   }
 
+  /** A results message: one or more `job <call id>`, `outcome <json>` pairs. */
   private onResult(fields: string[]): void {
     let jobId: string | undefined;
-    let outcome: ExecOutcome | undefined;
     for (let i = 0; i + 1 < fields.length; i += 2) {
       if (fields[i] === 'job') jobId = fields[i + 1];
-      if (fields[i] === 'outcome') outcome = parseOutcome(tryParseJson(fields[i + 1]));
+      else if (fields[i] === 'outcome' && jobId !== undefined) {
+        const outcome = parseOutcome(tryParseJson(fields[i + 1]));
+        // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
+        if (outcome) this.pending.get(jobId)?.settle(outcome);
+        jobId = undefined;
+      }
     }
-    // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
-    if (jobId !== undefined && outcome) this.pending.get(jobId)?.settle(outcome);
   }
 
   /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
@@ -321,13 +407,18 @@ export class QueueExecutor implements Executor {
 
   private async lookUp(entry: Pending, now: number): Promise<ExecOutcome | undefined> {
     const { job, jobId } = entry;
-    const recorded = parseOutcome(tryParseJson(await this.redis.get(this.keys.outcome(job.session, jobId))));
+    const value = await this.redis.get(this.keys.outcome(job.session, jobId));
+    const recorded = parseOutcome(tryParseJson(value));
     if (recorded) return recorded;
-    const bullJob = (await this.queues[job.queue].getJob(jobId)) as Job | undefined;
+    // The job running the call names itself in the outcome key; before it starts, the job we enqueued.
+    const carrierId = value?.startsWith(RUNNING_MARK)
+      ? value.slice(RUNNING_MARK.length)
+      : (entry.carrier?.jobId ?? jobId);
+    const bullJob = (await this.queues[job.queue].getJob(carrierId)) as Job | undefined;
     const elapsed = now - entry.enqueuedAt;
     if (bullJob?.finishedOn) {
       if (bullJob.failedReason) return this.failedOutcome(job, bullJob.failedReason, elapsed);
-      const returned = parseOutcome(bullJob.returnvalue);
+      const returned = parseOutcome((bullJob.returnvalue as Record<string, unknown> | null)?.[jobId]);
       if (returned) return returned;
     }
     const perAttemptMs = job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
@@ -338,15 +429,14 @@ export class QueueExecutor implements Executor {
     }
     const startedAt = bullJob.processedOn;
     if (!startedAt) {
-      if (elapsed <= perAttemptMs) return undefined;
-      const removed = await this.queues[job.queue].remove(jobId).catch(() => 0);
+      // Nobody took the job within its calls' deadlines: it leaves the queue, and they all time out.
+      const overdue = (c: Pending) => now - c.enqueuedAt > c.job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
+      const waiting = (entry.carrier?.calls ?? [entry]).filter((c) => this.pending.get(c.jobId) === c);
+      if (!overdue(entry) || !waiting.every(overdue)) return undefined;
+      const removed = await this.queues[job.queue].remove(carrierId).catch(() => 0);
       if (removed !== 1) return undefined;
-      return {
-        status: 'error',
-        code: 'timeout',
-        message: `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`,
-        durationMs: elapsed,
-      };
+      for (const c of waiting) if (c !== entry) c.settle(notStarted(c.job, now - c.enqueuedAt));
+      return notStarted(job, elapsed);
     }
     if (now - startedAt <= perAttemptMs) return undefined;
     return lost(job, 'no worker reported it past its deadline', elapsed);
@@ -356,6 +446,15 @@ export class QueueExecutor implements Executor {
     if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
     return { status: 'error', code: 'handler_error', message: failedReason, durationMs: elapsed };
   }
+}
+
+function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
+  return {
+    status: 'error',
+    code: 'timeout',
+    message: `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`,
+    durationMs,
+  };
 }
 
 function lost(job: ExecJob, why: string, durationMs: number): ExecOutcome {

@@ -38,6 +38,7 @@ export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
 export {
+  batchJobIdFor,
   CANCEL_TTL_MS,
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
@@ -48,6 +49,7 @@ export {
   parseQueuedJob,
   QUEUE_NAMES,
   RESULTS_STREAM_TTL_MS,
+  RUNNING_MARK,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
   tryParseJson,

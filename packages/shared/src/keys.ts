@@ -29,13 +29,16 @@ export interface RedisKeys {
   confirmPending(session: string): string;
   /** Hash: confirmationId → Decision JSON, for those decided (read by a requester that missed the message). */
   confirmDecided(session: string): string;
-  /** String: a job's ExecOutcome JSON, written once by the worker that ran it (or reported it lost). */
+  /**
+   * String: a call's ExecOutcome JSON, written once by the worker that ran it (or reported it
+   * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it.
+   */
   outcome(session: string, jobId: string): string;
-  /** String: present when the coordinator cancelled the job, checked by a worker before it starts. */
+  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it. */
   cancel(session: string, jobId: string): string;
   /** String: a cached result, tenant-scoped. */
   cache(tenant: string, key: string): string;
-  /** Stream (consumer group): outcomes for one coordinator's pending calls. */
+  /** Stream (consumer group): outcomes for one coordinator's pending calls; each entry one or more `job`, `outcome` field pairs. */
   results(coordinatorId: string): string;
   /** Sorted set: worker id scored by the epoch ms its liveness expires. */
   workersAlive(): string;

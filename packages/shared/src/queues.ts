@@ -35,13 +35,24 @@ export const CANCEL_TTL_MS = 10 * 60_000;
 /** A results stream no coordinator reads expires after this. */
 export const RESULTS_STREAM_TTL_MS = 24 * 60 * 60_000;
 
-/** The BullMQ payload of one call: the job plus where to send its outcome. */
+/**
+ * The BullMQ payload: the calls of one round admitted together (a batch of concurrent calls, or
+ * one call), plus where to send their outcomes. Each call keeps its own id, deadline, outcome
+ * and cancellation; the job only carries them.
+ */
 export interface QueuedJob {
-  job: ExecJob;
+  /** In call order; all of one session, run and round, and of one queue. */
+  calls: ExecJob[];
   /** Key of the owning coordinator's results stream (RedisKeys.results). */
   replyTo: string;
   coordinator: string;
 }
+
+/**
+ * An outcome key holds this plus a BullMQ job id while that job runs the call, so a second job
+ * carrying the same call (a takeover that grouped calls differently) leaves it alone.
+ */
+export const RUNNING_MARK = 'running ';
 
 /** Published on RedisKeys.cancelChannel: abort that job wherever it runs. */
 export interface CancelMessage {
@@ -67,17 +78,35 @@ export function jobIdFor(round: string, callIndex: number): string {
   return `${round}-${callIndex}`;
 }
 
+/**
+ * BullMQ job id of calls of one round enqueued together: the call's own id (jobIdFor) for one
+ * call, `<round>-<i>.<j>…` for a batch. The same calls always get the same id.
+ */
+export function batchJobIdFor(round: string, callIndexes: readonly number[]): string {
+  const [first, ...more] = callIndexes;
+  if (first === undefined) throw new Error('a batch needs at least one call');
+  return more.length === 0 ? jobIdFor(round, first) : `${jobIdFor(round, first)}.${more.join('.')}`;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Narrows a BullMQ job's data to a QueuedJob; undefined when it is not one. */
+function isExecJob(job: unknown): job is ExecJob {
+  if (!isObject(job)) return false;
+  const strings = ['session', 'tenant', 'run', 'round', 'callId', 'name', 'workspace'] as const;
+  if (strings.some((k) => typeof job[k] !== 'string')) return false;
+  if (typeof job.callIndex !== 'number' || typeof job.timeoutMs !== 'number' || !isObject(job.args)) return false;
+  return job.queue === 'concurrent' || job.queue === 'serial';
+}
+
+/** Narrows a BullMQ job's data to a QueuedJob (calls of one session, round and queue); undefined when it is not one. */
 export function parseQueuedJob(data: unknown): QueuedJob | undefined {
   if (!isObject(data) || typeof data.replyTo !== 'string' || typeof data.coordinator !== 'string') return undefined;
-  const job = data.job;
-  if (!isObject(job)) return undefined;
-  const strings = ['session', 'tenant', 'run', 'round', 'callId', 'name', 'workspace'] as const;
-  if (strings.some((k) => typeof job[k] !== 'string')) return undefined;
-  if (typeof job.callIndex !== 'number' || typeof job.timeoutMs !== 'number' || !isObject(job.args)) return undefined;
-  if (job.queue !== 'concurrent' && job.queue !== 'serial') return undefined;
+  const calls = data.calls;
+  if (!Array.isArray(calls) || calls.length === 0 || !calls.every(isExecJob)) return undefined;
+  const first = calls[0] as ExecJob;
+  if (calls.some((c) => c.session !== first.session || c.round !== first.round || c.queue !== first.queue)) {
+    return undefined;
+  }
   return data as unknown as QueuedJob;
 }
 

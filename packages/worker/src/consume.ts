@@ -12,15 +12,18 @@ import {
   FINISHED_JOB_RETENTION_S,
   type HandlerConfig,
   JOB_LOCK_MS,
+  jobIdFor,
   MAX_STALLED,
   MESSAGING_SYSTEM_BULLMQ,
   OUTCOME_TTL_MS,
+  parseOutcome,
   parseQueuedJob,
   QUEUE_NAMES,
   type QueueClass,
   type QueuedJob,
   RESULTS_STREAM_TTL_MS,
   type RedisKeys,
+  RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
@@ -31,8 +34,12 @@ import {
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';
+import { recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
+import { runScript } from './lua/script.js';
+import { startCallsScript } from './lua/startCalls-2n.lua.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { HandlerRegistry } from './registry.js';
+import { Slots } from './slots.js';
 
 export interface StartWorkerOptions {
   redisUrl: string;
@@ -40,7 +47,10 @@ export interface StartWorkerOptions {
   prefix: string;
   registry: HandlerRegistry;
   config: HandlerConfig;
-  /** Concurrent-queue jobs at once (TD_WORKER_CONCURRENCY); the serial queue is always 1. */
+  /**
+   * Concurrent-queue calls running at once (TD_WORKER_CONCURRENCY), and jobs taken at once (a job
+   * carries one call or a batch of one round's calls); the serial queue is always 1.
+   */
   concurrency: number;
   /** Defaults to `w-<host>-<pid>-<random>`; no colons. */
   id?: string;
@@ -66,10 +76,10 @@ const QUEUE_CLASSES = ['concurrent', 'serial'] as const satisfies readonly Queue
 const RESULTS_STREAM_MAXLEN = 100_000;
 
 /**
- * Starts a worker process's consumers: the concurrent queue (`concurrency` at once) and the
- * serial queue (one at a time), each job run through `runJob` and its outcome reported to the
- * owning coordinator's results stream. Resolves once both consumers and the cancel
- * subscription are ready and the worker has announced itself.
+ * Starts a worker process's consumers: the concurrent queue (`concurrency` calls at once) and the
+ * serial queue (one at a time). Each job's calls are run through `runJob` and each outcome is
+ * reported to the owning coordinator's results stream as soon as it is known. Resolves once
+ * both consumers and the cancel subscription are ready and the worker has announced itself.
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const resolved = resolveStartWorkerOptions(options);
@@ -82,18 +92,23 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   subscriber.on('error', onError);
   const reporter = new Reporter(redis, keys);
   const startedAt = Date.now();
+  const slots: Record<QueueClass, Slots> = { concurrent: new Slots(resolved.concurrency), serial: new Slots(1) };
+  /** Calls running here, by call id (jobIdFor), so a cancel message reaches the one it names. */
+  const running = new Map<string, AbortController>();
 
   const consumers = new Map<QueueClass, Worker>();
   for (const queue of QUEUE_CLASSES) {
-    const processCall = async (bullJob: Job, _token?: string, signal?: AbortSignal): Promise<ExecOutcome> => {
+    const processCalls = async (
+      bullJob: Job,
+      _token?: string,
+      signal?: AbortSignal,
+    ): Promise<Record<string, ExecOutcome>> => {
       const queued = parseQueuedJob(bullJob.data);
       const jobId = bullJob.id;
       if (!queued || jobId === undefined) throw new UnrecoverableError('not a tool-dispatch job payload');
-      const outcome = await runQueued(queued.job, jobId, signal ?? new AbortController().signal);
-      await reporter.report(queued, jobId, outcome);
-      return outcome;
+      return runQueued(queued, jobId, signal ?? new AbortController().signal);
     };
-    const consumer = new Worker(QUEUE_NAMES[queue], processCall, {
+    const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
       prefix,
       name: id,
@@ -112,17 +127,60 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     consumers.set(queue, consumer);
   }
 
-  async function runQueued(job: ExecJob, jobId: string, signal: AbortSignal): Promise<ExecOutcome> {
-    // A cancel that came before this worker took the job (the pub/sub message found nobody).
-    if ((await redis.exists(keys.cancel(job.session, jobId))) === 1) {
-      return {
-        status: 'error',
-        code: 'cancelled',
-        message: 'the call was cancelled before it started',
-        durationMs: 0,
-        ranOn: id,
-      };
+  /**
+   * Runs a job's calls side by side, each with its own deadline and cancel, a failure never
+   * taking a sibling down; returns the outcomes by call id (the job's return value, a safety
+   * net for a coordinator that missed a report).
+   */
+  async function runQueued(
+    queued: QueuedJob,
+    jobId: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, ExecOutcome>> {
+    const calls = queued.calls.map((job) => ({
+      job,
+      callId: jobIdFor(job.round, job.callIndex),
+      stop: new AbortController(),
+    }));
+    // Listening before the start check: a cancel published after it is heard, one before it left its mark.
+    for (const c of calls) running.set(c.callId, c.stop);
+    const outcomes: Record<string, ExecOutcome> = {};
+    const report = reporter.forJob(queued, jobId);
+    try {
+      const starts = await reporter.start(queued, jobId);
+      await Promise.all(
+        calls.map(async function runOneCall(c, i) {
+          const start = starts[i];
+          // Another job runs this call (a takeover grouped the calls differently): its report stands.
+          if (start === 'elsewhere' || start === undefined) return;
+          if (start !== 'run' && start !== 'cancelled') {
+            const recorded = parseOutcome(tryParseJson(start));
+            if (!recorded) return;
+            // Run before (an earlier attempt, or another job): sent again, in case that report was lost.
+            outcomes[c.callId] = recorded;
+            return report(c.callId, recorded, { recorded: true });
+          }
+          const outcome: ExecOutcome =
+            start === 'cancelled'
+              ? {
+                  status: 'error',
+                  code: 'cancelled',
+                  message: 'the call was cancelled before it started',
+                  durationMs: 0,
+                  ranOn: id,
+                }
+              : await runCall(c.job, jobId, AbortSignal.any([signal, c.stop.signal]));
+          outcomes[c.callId] = outcome;
+          await report(c.callId, outcome);
+        }),
+      );
+      return outcomes;
+    } finally {
+      for (const c of calls) if (running.get(c.callId) === c.stop) running.delete(c.callId);
     }
+  }
+
+  async function runCall(job: ExecJob, jobId: string, signal: AbortSignal): Promise<ExecOutcome> {
     // Messaging semantic conventions on the execute span: this call came off a BullMQ queue.
     const spanAttributes = {
       [ATTR_MESSAGING_SYSTEM]: MESSAGING_SYSTEM_BULLMQ,
@@ -131,15 +189,20 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       [ATTR_MESSAGING_OPERATION_NAME]: 'process',
       [ATTR_MESSAGING_MESSAGE_ID]: jobId,
     };
-    const run = () => runJob(registry, job, signal, config, id, { spanAttributes });
-    return metrics ? metrics.track(job.queue, job.name, run) : run();
+    const release = await slots[job.queue].acquire();
+    try {
+      const run = () => runJob(registry, job, signal, config, id, { spanAttributes });
+      return await (metrics ? metrics.track(job.queue, job.name, run) : run());
+    } finally {
+      release();
+    }
   }
 
   subscriber.on('message', function onCancelMessage(channel: string, message: string) {
     if (channel !== keys.cancelChannel()) return;
     const cancel = tryParseJson(message) as CancelMessage | undefined;
     if (!cancel || typeof cancel.jobId !== 'string') return;
-    consumers.get(cancel.queue)?.cancelJob(cancel.jobId, 'cancelled by the coordinator');
+    running.get(cancel.jobId)?.abort(new Error('cancelled by the coordinator'));
   });
   await subscriber.subscribe(keys.cancelChannel());
   await Promise.all([...consumers.values()].map((c) => c.waitUntilReady()));
@@ -216,44 +279,121 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
   return resolved;
 }
 
-/** Records an outcome once (outcome key, SET NX) and sends it to the owning coordinator. */
+type StartReply = 'run' | 'cancelled' | 'elsewhere' | (string & {});
+
+interface Report {
+  callId: string;
+  session: string;
+  json: string;
+  /** Already recorded (by an earlier attempt): only sent again. */
+  recorded: boolean;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
+const STREAM_EXPIRE_EVERY_MS = 60_000;
+const MAX_EXPIRE_MEMO = 10_000;
+
+/**
+ * Records each call's outcome once (its outcome key) and sends it to the owning coordinator's
+ * results stream. Outcomes of one job known in the same tick go out together.
+ */
 class Reporter {
+  private readonly expiredAt = new Map<string, number>();
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
   ) {}
 
-  async report(queued: QueuedJob, jobId: string, outcome: ExecOutcome): Promise<void> {
-    const json = JSON.stringify(outcome);
-    const first = await this.redis.set(this.keys.outcome(queued.job.session, jobId), json, 'PX', OUTCOME_TTL_MS, 'NX');
-    // An outcome is already recorded (an earlier attempt, or a worker_lost verdict): that one stands.
-    if (first === null) return;
+  /** Marks the job's calls running, or finds them cancelled, run before, or run by another job. */
+  async start(queued: QueuedJob, jobId: string): Promise<StartReply[]> {
+    const keys = queued.calls.flatMap((c) => {
+      const callId = jobIdFor(c.round, c.callIndex);
+      return [this.keys.cancel(c.session, callId), this.keys.outcome(c.session, callId)];
+    });
+    const args = [RUNNING_MARK + jobId, OUTCOME_TTL_MS];
+    return (await runScript(this.redis, startCallsScript, keys, args)) as StartReply[];
+  }
+
+  /** Reports for one job: outcomes given in the same tick are recorded and sent together. */
+  forJob(
+    queued: QueuedJob,
+    jobId: string,
+  ): (callId: string, outcome: ExecOutcome, options?: { recorded: boolean }) => Promise<void> {
+    const session = queued.calls[0]?.session ?? '';
+    let gathering: Report[] = [];
+    return (callId, outcome, options) =>
+      new Promise<void>((resolve, reject) => {
+        if (gathering.length === 0) {
+          process.nextTick(() => {
+            const reports = gathering;
+            gathering = [];
+            this.flush(queued.replyTo, jobId, reports).catch((e: unknown) => {
+              for (const r of reports) r.reject(e);
+            });
+          });
+        }
+        const json = JSON.stringify(outcome);
+        gathering.push({ callId, session, json, recorded: options?.recorded === true, resolve, reject });
+      });
+  }
+
+  private async flush(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
+    const fresh = reports.filter((r) => !r.recorded);
+    const recordedNow =
+      fresh.length === 0
+        ? []
+        : ((await runScript(
+            this.redis,
+            recordOutcomesScript,
+            fresh.map((r) => this.keys.outcome(r.session, r.callId)),
+            [RUNNING_MARK + jobId, OUTCOME_TTL_MS, ...fresh.map((r) => r.json)],
+          )) as number[]);
+    // An outcome recorded before (an earlier attempt, or a worker_lost verdict) stands: this one is not sent.
+    const send = [...reports.filter((r) => r.recorded), ...fresh.filter((_, i) => Number(recordedNow[i]) === 1)];
+    if (send.length > 0) await this.send(replyTo, send);
+    for (const r of reports) r.resolve();
+  }
+
+  private async send(replyTo: string, reports: readonly Report[]): Promise<void> {
+    const fields = reports.flatMap((r) => ['job', r.callId, 'outcome', r.json]);
+    const now = Date.now();
+    if (now - (this.expiredAt.get(replyTo) ?? 0) < STREAM_EXPIRE_EVERY_MS) {
+      await this.redis.xadd(replyTo, 'MAXLEN', '~', RESULTS_STREAM_MAXLEN, '*', ...fields);
+      return;
+    }
+    if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
+    this.expiredAt.set(replyTo, now);
     await this.redis
       .multi()
-      .xadd(queued.replyTo, 'MAXLEN', '~', RESULTS_STREAM_MAXLEN, '*', 'job', jobId, 'outcome', json)
-      .pexpire(queued.replyTo, RESULTS_STREAM_TTL_MS)
+      .xadd(replyTo, 'MAXLEN', '~', RESULTS_STREAM_MAXLEN, '*', ...fields)
+      .pexpire(replyTo, RESULTS_STREAM_TTL_MS)
       .exec();
   }
 
   /**
-   * A job BullMQ failed without our processor's outcome: it stalled past its limit (its worker
-   * died), or the processor could not report. Serial calls are never re-run (DESIGN.md).
+   * A job BullMQ failed without our processor's outcomes: it stalled past its limit (its worker
+   * died), or the processor could not report. Each of its calls without an outcome gets one;
+   * serial calls are never re-run (DESIGN.md).
    */
   async reportFailure(bullJob: Job, error: Error, queue: QueueClass): Promise<void> {
     const queued = parseQueuedJob(bullJob.data);
     if (!queued || bullJob.id === undefined) return;
     const lost = error.message === STALLED_REASON;
-    const message = !lost
-      ? `the worker could not finish the job: ${error.message}`
-      : queue === 'serial'
-        ? `the worker running ${queued.job.name} died; the outcome is unknown and the call was not re-run`
-        : `the worker running ${queued.job.name} died, and again after one retry; the outcome is unknown`;
-    const outcome: ExecOutcome = {
-      status: 'error',
-      code: lost ? 'worker_lost' : 'handler_error',
-      message,
-      durationMs: bullJob.processedOn ? Math.max(0, Date.now() - bullJob.processedOn) : 0,
-    };
-    await this.report(queued, bullJob.id, outcome);
+    const report = this.forJob(queued, bullJob.id);
+    const durationMs = bullJob.processedOn ? Math.max(0, Date.now() - bullJob.processedOn) : 0;
+    await Promise.all(
+      queued.calls.map((call) => {
+        const message = !lost
+          ? `the worker could not finish the job: ${error.message}`
+          : queue === 'serial'
+            ? `the worker running ${call.name} died; the outcome is unknown and the call was not re-run`
+            : `the worker running ${call.name} died, and again after one retry; the outcome is unknown`;
+        const code = lost ? 'worker_lost' : 'handler_error';
+        return report(jobIdFor(call.round, call.callIndex), { status: 'error', code, message, durationMs });
+      }),
+    );
   }
 }
