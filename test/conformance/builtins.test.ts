@@ -2,11 +2,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { direct, fileContent, httpBody, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { isRunning, MODES, sleep } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
+import { isRunning, sleep } from './service.js';
 
 // API.md "Built-in tools": each handler's args and output, against the real processes.
-describe.each(MODES)('built-in tools (%s mode)', (mode) => {
+describeModes('built-in tools', (mode) => {
   const f = useService(mode);
   const ALL = ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'fetch_page', 'search_web'];
   const more = ['calculate', 'write_todo'];

@@ -1,15 +1,14 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Api, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
 
 const TOKEN = 'conformance-secret-token';
 const CONFIRM_TIMEOUT_MS = 1500;
 
 // API.md "Configuration": a service started with settings other than the defaults. Every request
 // of this file carries the bearer token.
-describe.each(MODES)('configuration from the environment (%s mode)', (mode) => {
+describeModes('configuration from the environment', (mode) => {
   const f = useService(mode, {
     token: TOKEN,
     env: {

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { type RoundAnswer, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES, sleep } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
+import { sleep } from './service.js';
 
 // DESIGN.md pass 1 step 8 and API.md's confirmation endpoints.
-describe.each(MODES)('confirmations (%s mode)', (mode) => {
+describeModes('confirmations', (mode) => {
   const f = useService(mode);
   const TOOLS = ['run_command', 'edit_file', 'http_request', 'calculate', 'read_files'];
   const session = (body: Record<string, unknown> = {}) => f.api.session(TOOLS, { provider: 'openai', ...body });

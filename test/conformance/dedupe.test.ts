@@ -2,8 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fileContent, httpBody, type Result, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
 
 const FILE_TOOLS = ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'calculate'];
 
@@ -14,7 +13,7 @@ const expectFresh = (r: Result | undefined) => {
 
 // DESIGN.md pass 1 step 3 (dedupe, per run), pass 3 (invalidation by edit_file and run_command)
 // and step 7 (the tenant-scoped result cache).
-describe.each(MODES)('dedupe and the result cache (%s mode)', (mode) => {
+describeModes('dedupe and the result cache', (mode) => {
   const f = useService(mode);
   const session = (body: Record<string, unknown> = {}) =>
     f.api.session(FILE_TOOLS.concat('fetch_page', 'search_web'), { provider: 'openai', autoApprove: 'all', ...body });

@@ -1,7 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { direct, type EventTap, rt, type TappedEvent, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
 
 const names = (es: TappedEvent[]) => es.map((e) => e.name);
 const ofRound = (es: TappedEvent[], round: string) => es.filter((e) => e.data?.round === round);
@@ -10,7 +9,7 @@ const completed = (tap: EventTap, round: string) =>
 
 // API.md GET /v1/sessions/{session}/events: named events, JSON data, an id on each, and
 // Last-Event-ID replay of the last 15 minutes.
-describe.each(MODES)('session event streams (%s mode)', (mode) => {
+describeModes('session event streams', (mode) => {
   const f = useService(mode);
   const session = () => f.api.session(['calculate', 'run_command', 'http_request'], { provider: 'openai' });
 

@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Call, httpBody, type Result, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { isRunning, MODES, sleep } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
+import { isRunning, sleep } from './service.js';
 
 /** A command printing its start and end (epoch ms) around a sleep. */
 const timed = (seconds: number) => ({
@@ -27,7 +27,7 @@ async function waitUntil(cond: () => boolean, ms: number, what: string): Promise
 
 // DESIGN.md pass 2: order kept, ≤ MAX_CONCURRENT_TOOLS per run, serial calls alone, failures
 // isolated, sessions independent; API.md: Idempotency-Key and DELETE run.
-describe.each(MODES)('execution, retries and cancellation (%s mode)', (mode) => {
+describeModes('execution, retries and cancellation', (mode) => {
   const f = useService(mode);
   const TOOLS = ['run_command', 'http_request', 'calculate', 'fetch_page', 'read_files', 'edit_file'];
   const session = () => f.api.session(TOOLS, { provider: 'openai', autoApprove: 'all' });

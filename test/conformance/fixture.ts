@@ -1,7 +1,7 @@
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { Api } from './api.js';
-import { dropRedisPrefix, type Mode, type Service, startService } from './service.js';
+import { dropRedisPrefix, MODES, type Mode, type Service, startService } from './service.js';
 import { startTargetServer, type TargetServer } from './target-server.js';
 
 /** Startup of a service (and its Redis) may take a while on a loaded 2-core machine. */
@@ -82,3 +82,14 @@ export function useService(mode: Mode, options: FixtureOptions = {}): Fixture {
 
 /** A tag for the target server's paths, unique per test. */
 export const tagOf = (label: string) => `${label}-${Math.random().toString(36).slice(2, 8)}`;
+
+/**
+ * The suite's shape: `body` once per mode (same tests, parameterised by mode). The two modes
+ * run side by side, each against its own service, and the tests of one mode one after another
+ * (vitest gives a 2-core machine one worker, and these tests mostly wait on processes).
+ */
+export function describeModes(title: string, body: (mode: Mode) => void): void {
+  describe.concurrent.each(MODES)('%s mode', (mode) => {
+    describe.sequential(title, () => body(mode));
+  });
+}

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Answer, direct, rt, uid } from './api.js';
-import { useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, useService } from './fixture.js';
 
 const expectErrorBody = (r: Answer, status: number, what: string) => {
   expect(r.status, `${what}: ${r.text.slice(0, 200)}`).toBe(status);
@@ -24,7 +23,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 // API.md "HTTP API" (ids, errors, limits, catalog) and "Operations".
-describe.each(MODES)('HTTP API and operations (%s mode)', (mode) => {
+describeModes('HTTP API and operations', (mode) => {
   const f = useService(mode);
 
   describe('requests the API rejects', () => {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { direct, rt, uid } from './api.js';
-import { useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, useService } from './fixture.js';
 
 /** The built-ins a worker ships a handler for (API.md's table, run_tool aside). */
 const RUNNABLE = [
@@ -35,7 +34,7 @@ const sorted = (xs: string[]) => [...xs].sort();
 const namesOf = (tools: any[]) => tools.map((t) => t.function?.name ?? t.name);
 
 // DESIGN.md "Deferred schemas and providers" and API.md's tools endpoint and clientTools.
-describe.each(MODES)('providers, deferred schemas and client tools (%s mode)', (mode) => {
+describeModes('providers, deferred schemas and client tools', (mode) => {
   const f = useService(mode);
   const tools = async (s: string, format?: string) => {
     const r = await f.api.request('GET', `/v1/sessions/${s}/tools${format ? `?format=${format}` : ''}`);

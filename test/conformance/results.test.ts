@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Call, direct, type Result, type RoundAnswer, rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
 
 const STATUSES = ['ok', 'error', 'deduped', 'cached', 'schema', 'refused', 'unknown', 'invalid', 'denied'];
 const ERROR_CODES = ['handler_error', 'timeout', 'worker_lost', 'cancelled'];
@@ -48,7 +47,7 @@ function expectResultShape(r: Result): void {
 }
 
 // API.md "Result": one shape per status; the format views; the history of every status.
-describe.each(MODES)('result shape (%s mode)', (mode) => {
+describeModes('result shape', (mode) => {
   const f = useService(mode);
 
   /** One round that ends in every status, the `denied` one by a person's answer. */

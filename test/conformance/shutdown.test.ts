@@ -1,7 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { liveGroupMembers, MODES, sleep } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
+import { liveGroupMembers, sleep } from './service.js';
 
 async function waitUntil(cond: () => boolean, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
@@ -12,7 +12,7 @@ async function waitUntil(cond: () => boolean, ms: number, what: string): Promise
 }
 
 // API.md "Processes": SIGTERM drains in-flight rounds and exits 0. This file stops its service.
-describe.each(MODES)('shutdown (%s mode)', (mode) => {
+describeModes('shutdown', (mode) => {
   const f = useService(mode);
 
   it('drains an in-flight round on SIGTERM, refuses new rounds meanwhile with 503, and exits 0', async () => {

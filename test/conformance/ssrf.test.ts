@@ -1,7 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { rt, uid } from './api.js';
-import { tagOf, useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, tagOf, useService } from './fixture.js';
 
 /** Every spelling of a loopback (or unspecified) address we know, on `port`. */
 function loopbackSpellings(port: number, path: string): string[] {
@@ -37,7 +36,7 @@ function loopbackSpellings(port: number, path: string): string[] {
 // API.md TD_HTTP_ALLOW: private, loopback, link-local and unspecified addresses are refused in
 // any spelling, on every redirect too, unless the URL's host is listed. The canary is a loopback
 // server that is NOT listed: it must never see a request.
-describe.each(MODES)('SSRF guard of http_request and fetch_page (%s mode)', (mode) => {
+describeModes('SSRF guard of http_request and fetch_page', (mode) => {
   const f = useService(mode);
   const session = () => f.api.session(['http_request', 'fetch_page'], { provider: 'openai', autoApprove: 'all' });
 

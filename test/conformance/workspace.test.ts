@@ -2,8 +2,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSy
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Result, rt, uid } from './api.js';
-import { useService } from './fixture.js';
-import { MODES } from './service.js';
+import { describeModes, useService } from './fixture.js';
 
 const escapeError = (r: Result) => {
   expect(r.status, JSON.stringify(r)).toBe('error');
@@ -12,7 +11,7 @@ const escapeError = (r: Result) => {
 
 // API.md: a session's workspace is TD_WORKSPACE_ROOT/<tenant or "default">/<session>, created on
 // PUT; paths are relative to it; absolute paths and escapes (.., symlinks) end error/handler_error.
-describe.each(MODES)('session workspaces (%s mode)', (mode) => {
+describeModes('session workspaces', (mode) => {
   const f = useService(mode);
   const TOOLS = ['read_files', 'find_files', 'edit_file', 'run_command', 'write_todo'];
 
