@@ -17,6 +17,8 @@ const CONCURRENT_RUNS = 50;
 const WORKERS = 2;
 /** Rounds are measured in blocks that alternate between ours and the peer, so drift hits both. */
 const LATENCY_BLOCK = 100;
+/** The throughput test alternates too, in this many slices per side. */
+const THROUGHPUT_SLICES = 4;
 const PARAMS = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
 const TOOL: ToolDefinition = {
   name: 'bench_noop',
@@ -31,7 +33,7 @@ const noop = async (args: Record<string, unknown>) => ({ n: args.n });
 export interface DistributedOptions {
   /** Measured rounds of the one-run latency test, per side (after warm-up). */
   latencyRounds: number;
-  /** Length of the 50-run throughput test, per side, in ms (split in two alternating halves). */
+  /** Length of the 50-run throughput test, per side, in ms (in alternating slices). */
   throughputMs: number;
   workerConcurrency: number;
 }
@@ -42,6 +44,9 @@ export interface SideFigures {
   callsPerSec: number;
   /** Redis commands per call during the throughput test (INFO total_commands_processed). */
   commandsPerCall: number;
+  /** CPU time per call during the throughput test, of this Node process and of redis-server (µs). */
+  nodeCpuUsPerCall: number;
+  redisCpuUsPerCall: number;
 }
 
 export interface DistributedFigures {
@@ -190,9 +195,16 @@ async function throughputBlock(side: Side, ms: number): Promise<{ calls: number;
   return { calls: rounds * CALLS_PER_ROUND, elapsedMs: performance.now() - t0 };
 }
 
-async function commandsProcessed(redis: Redis): Promise<number> {
-  const info = await redis.info('stats');
-  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
+/** Commands processed and CPU used so far, by redis-server (INFO) and by this process. */
+async function usage(redis: Redis): Promise<{ commands: number; redisCpuUs: number; nodeCpuUs: number }> {
+  const info = await redis.info();
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  const cpu = process.cpuUsage();
+  return {
+    commands: field('total_commands_processed'),
+    redisCpuUs: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6,
+    nodeCpuUs: cpu.user + cpu.system,
+  };
 }
 
 const percentile = (sorted: readonly number[], q: number) =>
@@ -225,13 +237,17 @@ export async function benchDistributed(
       progress(`distributed: latency, ${done + rounds}/${options.latencyRounds} rounds each`);
     }
 
-    const totals = { ours: { calls: 0, elapsedMs: 0, commands: 0 }, peer: { calls: 0, elapsedMs: 0, commands: 0 } };
-    for (let half = 0; half < 2; half++) {
-      for (const side of sides) {
-        const before = await commandsProcessed(admin);
-        const t = await throughputBlock(side, options.throughputMs / 2);
+    const zero = () => ({ calls: 0, elapsedMs: 0, commands: 0, redisCpuUs: 0, nodeCpuUs: 0 });
+    const totals = { ours: zero(), peer: zero() };
+    for (let slice = 0; slice < THROUGHPUT_SLICES; slice++) {
+      for (const side of slice % 2 === 0 ? sides : [...sides].reverse()) {
+        const before = await usage(admin);
+        const t = await throughputBlock(side, options.throughputMs / THROUGHPUT_SLICES);
+        const after = await usage(admin);
         const total = totals[side.name];
-        total.commands += (await commandsProcessed(admin)) - before;
+        total.commands += after.commands - before.commands;
+        total.redisCpuUs += after.redisCpuUs - before.redisCpuUs;
+        total.nodeCpuUs += after.nodeCpuUs - before.nodeCpuUs;
         total.calls += t.calls;
         total.elapsedMs += t.elapsedMs;
         progress(
@@ -248,6 +264,8 @@ export async function benchDistributed(
         p99Ms: percentile(sorted, 0.99),
         callsPerSec: (t.calls * 1000) / t.elapsedMs,
         commandsPerCall: t.commands / t.calls,
+        nodeCpuUsPerCall: t.nodeCpuUs / t.calls,
+        redisCpuUsPerCall: t.redisCpuUs / t.calls,
       };
     };
     const o = figures('ours');

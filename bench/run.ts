@@ -24,13 +24,14 @@ if (only === undefined || only === 'distributed') {
   console.log(
     `\nDistributed mode against plain BullMQ on the same Redis (rounds of 5 no-op calls, 2 workers × concurrency ${options.workerConcurrency})`,
   );
-  console.log('                 round p50   round p99   50 runs at once   Redis cmds/call');
+  console.log('                 round p50   round p99   50 runs at once   per call: Redis cmds, CPU node + redis');
   for (const [label, f] of [
     ['ours', ours],
     ['peer', peer],
   ] as const) {
+    const cpu = `${f.nodeCpuUsPerCall.toFixed(0)} + ${f.redisCpuUsPerCall.toFixed(0)} µs`;
     console.log(
-      `  ${label.padEnd(10)} ${ms(f.p50Ms)}  ${ms(f.p99Ms)}  ${rate(f.callsPerSec)}   ${f.commandsPerCall.toFixed(1)}`,
+      `  ${label.padEnd(10)} ${ms(f.p50Ms)}  ${ms(f.p99Ms)}  ${rate(f.callsPerSec)}   ${f.commandsPerCall.toFixed(1).padStart(5)}, ${cpu}`,
     );
   }
   console.log(
