@@ -153,11 +153,7 @@ export class Engine implements Dispatcher {
 
   private async requireSession(session: string): Promise<SessionState> {
     const s = await this.store.getSession(session);
-    if (!s)
-      throw new RequestError(
-        'session_not_found',
-        `session ${session} does not exist; create it with PUT /v1/sessions/${session}`,
-      );
+    if (!s) throw sessionNotFound(session);
     return s;
   }
 
@@ -176,8 +172,8 @@ export class Engine implements Dispatcher {
   async submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
     if (this.draining)
       throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
-    const state = await this.requireSession(input.session);
     const round = newId('rnd');
+    // One step: the session must exist, and is read with the round's start.
     const begin = await this.store.beginRound({
       session: input.session,
       run: input.run,
@@ -185,12 +181,14 @@ export class Engine implements Dispatcher {
       idempotencyKey: input.idempotencyKey,
       callsHash: hashCanonical(input.calls),
     });
+    if (begin.kind === 'no_session') throw sessionNotFound(input.session);
     if (begin.kind === 'conflict')
       throw new RequestError(
         'idempotency_conflict',
         `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
       );
     if (begin.kind === 'existing') return this.awaitRound(input.session, input.run, begin.record.round, input.signal);
+    const state = begin.session;
     const ref: RoundRef = { session: input.session, run: input.run, round };
     const ledger = this.options.ledger;
     if (ledger) {
@@ -596,6 +594,13 @@ export class Engine implements Dispatcher {
 function storedOf(p: PlannedCall): StoredPlanned {
   const { spec: _spec, paths, ...rest } = p;
   return paths ? { ...rest, paths } : rest;
+}
+
+function sessionNotFound(session: string): RequestError {
+  return new RequestError(
+    'session_not_found',
+    `session ${session} does not exist; create it with PUT /v1/sessions/${session}`,
+  );
 }
 
 /** A repeat of an earlier call of the same round: deduped when the first is ok, else the first's outcome. */

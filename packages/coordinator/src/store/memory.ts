@@ -150,6 +150,8 @@ export class MemoryStore implements Store {
     callsHash: string;
   }): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
+    const state = this.sessions.get(session);
+    if (!state) return { kind: 'no_session' };
     if (idempotencyKey !== undefined) {
       const existingId = this.idempotency.get(`${session}\u0000${run}\u0000${idempotencyKey}`);
       const existing = existingId ? this.rounds.get(`${session}\u0000${run}\u0000${existingId}`) : undefined;
@@ -159,7 +161,7 @@ export class MemoryStore implements Store {
     }
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
     this.rounds.set(`${session}\u0000${run}\u0000${round}`, record);
-    return { kind: 'new', record: clone(record) };
+    return { kind: 'new', record: clone(record), session: clone(state) };
   }
 
   async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {

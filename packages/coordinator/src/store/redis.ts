@@ -52,15 +52,7 @@ export class RedisStore implements Store {
   }
 
   async getSession(session: string): Promise<SessionState | null> {
-    const hash = await this.redis.hgetall(this.keys.session(session));
-    const state = tryParseJson(hash.state) as StoredState | undefined;
-    if (!state) return null;
-    const members = (prefix: string) =>
-      Object.entries(hash)
-        .filter(([field]) => field.startsWith(prefix))
-        .sort((a, b) => Number(a[1]) - Number(b[1]))
-        .map(([field]) => field.slice(prefix.length));
-    return { ...state, fetched: members('f:'), autoApprove: hash.all === '1' ? 'all' : members('a:') };
+    return sessionOf(await this.redis.hgetall(this.keys.session(session)));
   }
 
   async putSession(state: SessionState): Promise<void> {
@@ -242,9 +234,15 @@ export class RedisStore implements Store {
       beginRoundScript,
       [k.round(session, run, round), k.idempotency(session, run, idempotencyKey ?? '-'), k.session(session)],
       [round, callsHash, JSON.stringify(stored), this.ttlMs, idempotencyKey === undefined ? '0' : '1'],
-    )) as [string, string?];
-    const [kind, heldBy] = reply;
-    if (kind === 'new') return { kind: 'new', record };
+    )) as [string, (string | string[])?];
+    const [kind, detail] = reply;
+    if (kind === 'no_session') return { kind };
+    if (kind === 'new') {
+      const state = Array.isArray(detail) ? sessionOf(fieldsToHash(detail)) : null;
+      if (!state) throw new Error(`beginRound: session ${session} could not be read`);
+      return { kind: 'new', record, session: state };
+    }
+    const heldBy = typeof detail === 'string' ? detail : undefined;
     if ((kind !== 'existing' && kind !== 'conflict') || heldBy === undefined) {
       throw new Error(`beginRound: unexpected reply ${JSON.stringify(reply)}`);
     }
@@ -283,4 +281,22 @@ export class RedisStore implements Store {
 
   /** The connection belongs to the caller, who closes it. */
   async close(): Promise<void> {}
+}
+
+/** A session as its hash holds it (`state` JSON plus fetched / auto-approved fields), or null. */
+function sessionOf(hash: Record<string, string>): SessionState | null {
+  const state = tryParseJson(hash.state) as StoredState | undefined;
+  if (!state) return null;
+  const members = (prefix: string) =>
+    Object.entries(hash)
+      .filter(([field]) => field.startsWith(prefix))
+      .sort((a, b) => Number(a[1]) - Number(b[1]))
+      .map(([field]) => field.slice(prefix.length));
+  return { ...state, fetched: members('f:'), autoApprove: hash.all === '1' ? 'all' : members('a:') };
+}
+
+function fieldsToHash(fields: readonly string[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) hash[fields[i] as string] = fields[i + 1] as string;
+  return hash;
 }

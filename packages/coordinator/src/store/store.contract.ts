@@ -280,10 +280,18 @@ export function describeStoreContract(
     describe('rounds', () => {
       const begin = (round: string, idempotencyKey: string | undefined, callsHash = 'h1', run = 'r1') =>
         store.beginRound({ session: 's1', run, round, idempotencyKey, callsHash });
+      const s1 = session('s1', { fetched: ['find_tools', 'calculate'], autoApprove: ['edit_file'] });
 
-      it('starts a new running round without an idempotency key', async () => {
+      beforeEach(async () => {
+        await store.putSession(s1);
+      });
+
+      it('starts a new running round without an idempotency key, with the session as it is', async () => {
+        await store.markFetched('s1', ['read_files']);
         const res = await begin('rnd_1', undefined);
         expect(res.kind).toBe('new');
+        if (res.kind !== 'new') return;
+        expect(res.session).toEqual({ ...s1, fetched: ['find_tools', 'calculate', 'read_files'] });
         expect(res.record).toMatchObject({
           round: 'rnd_1',
           session: 's1',
@@ -294,10 +302,19 @@ export function describeStoreContract(
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toEqual(res.record);
       });
 
+      it('begins nothing for a session that does not exist, and claims no key', async () => {
+        const ghost = (round: string) =>
+          store.beginRound({ session: 'ghost', run: 'r1', round, idempotencyKey: 'key-1', callsHash: 'h1' });
+        expect(await ghost('rnd_1')).toEqual({ kind: 'no_session' });
+        expect(await store.getRound('ghost', 'r1', 'rnd_1')).toBeNull();
+        await store.putSession(session('ghost'));
+        expect((await ghost('rnd_2')).kind).toBe('new');
+      });
+
       it('returns the first round for a retry with the same key and calls', async () => {
         const first = await begin('rnd_1', 'key-1');
         const retry = await begin('rnd_2', 'key-1');
-        expect(first.kind).toBe('new');
+        if (first.kind !== 'new') throw new Error(`expected a new round, got ${first.kind}`);
         expect(retry).toEqual({ kind: 'existing', record: first.record });
         expect(await store.getRound('s1', 'r1', 'rnd_2')).toBeNull();
       });
@@ -305,8 +322,7 @@ export function describeStoreContract(
       it('reports a conflict for the same key with different calls', async () => {
         await begin('rnd_1', 'key-1', 'h1');
         const other = await begin('rnd_2', 'key-1', 'h2');
-        expect(other.kind).toBe('conflict');
-        expect(other.record.round).toBe('rnd_1');
+        expect(other).toMatchObject({ kind: 'conflict', record: { round: 'rnd_1' } });
       });
 
       it('scopes idempotency keys to the run', async () => {
@@ -320,8 +336,7 @@ export function describeStoreContract(
         await store.finishRound('s1', 'r1', 'rnd_1', response);
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'done', response });
         const retry = await begin('rnd_9', 'key-1');
-        expect(retry.kind).toBe('existing');
-        expect(retry.record).toMatchObject({ round: 'rnd_1', state: 'done', response });
+        expect(retry).toMatchObject({ kind: 'existing', record: { round: 'rnd_1', state: 'done', response } });
       });
 
       it('knows nothing of a round never begun, even after finishRound', async () => {

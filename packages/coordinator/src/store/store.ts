@@ -82,9 +82,10 @@ export interface RoundResponse {
 }
 
 export type BeginRound =
-  | { kind: 'new'; record: RoundRecord }
+  | { kind: 'new'; record: RoundRecord; session: SessionState }
   | { kind: 'existing'; record: RoundRecord }
-  | { kind: 'conflict'; record: RoundRecord };
+  | { kind: 'conflict'; record: RoundRecord }
+  | { kind: 'no_session' };
 
 /**
  * State the three passes read and write, as domain operations (not Redis commands).
@@ -130,8 +131,10 @@ export interface Store {
   }): Promise<boolean[]>;
 
   /**
-   * Starts a round under an idempotency key (or a fresh one when key is undefined): `new` when
-   * the key is unused, `existing` when it names a round with the same calls, `conflict` otherwise.
+   * Starts a round of an existing session under an idempotency key (or a fresh one when key is
+   * undefined): `new` (with the session as it is now) when the key is unused, `existing` when it
+   * names a round with the same calls, `conflict` otherwise; `no_session`, writing nothing, when
+   * the session does not exist.
    */
   beginRound(input: {
     session: string;

@@ -1,17 +1,21 @@
 import { defineScript } from './script.js';
 
-/** Starts a round, claiming its idempotency key atomically with creating the round record. */
+/** Starts a round of an existing session, claiming its idempotency key atomically with creating the round record. */
 export const beginRoundScript = defineScript(
   'beginRound',
   3,
   `--[[
   Starts a round under an idempotency key, or reports the round that already holds the key.
   KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
-  KEYS[3] session (HASH; only its TTL is refreshed)
+  KEYS[3] session (HASH; read, and its TTL refreshed)
   ARGV[1] round id  ARGV[2] calls hash  ARGV[3] record JSON  ARGV[4] TTL ms
   ARGV[5] "1" when an idempotency key is used
-  Returns {"new"}, or {"existing" | "conflict", <round id holding the key>}.
+  Returns {"new", <session HGETALL>}, {"existing" | "conflict", <round id holding the key>},
+  or {"no_session"} (nothing written) when the session does not exist.
 ]]
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  return {'no_session'}
+end
 if ARGV[5] == '1' then
   local held = redis.call('GET', KEYS[2])
   if held then
@@ -29,6 +33,6 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
-return {'new'}
+return {'new', redis.call('HGETALL', KEYS[3])}
 `,
 );
