@@ -1,6 +1,6 @@
 import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import { invalidationsOf } from './dedupe.js';
-import type { EventBus } from './events.js';
+import type { EventBus, EventName } from './events.js';
 import type { PlannedCall } from './preflight.js';
 import type { CommitItem, Store } from './store/store.js';
 
@@ -45,12 +45,19 @@ function commitItemOf(
   return item;
 }
 
+/** An event to publish on the session's stream. */
+export interface PendingEvent {
+  name: EventName;
+  data: Record<string, unknown>;
+}
+
 /**
- * Pass 3 (DESIGN.md), serial in call order: history, dedupe map (with edit/command invalidation),
- * result cache, then `tool.result` events. The store applies the whole round at once, in call
- * order. Idempotent: a call committed before is skipped, and emits no event again.
+ * Pass 3's writes (DESIGN.md), in call order: history, dedupe map (with edit/command
+ * invalidation), result cache; the store applies the whole round at once. Returns the
+ * `tool.result` events of the calls recorded now, for the caller to publish. Idempotent: a
+ * call committed before is skipped and yields no event.
  */
-export async function commitRound(input: CommitInput): Promise<void> {
+export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[]> {
   const { session, run, round } = input;
   const now = (input.now ?? Date.now)();
   const items: CommitItem[] = [];
@@ -62,8 +69,12 @@ export async function commitRound(input: CommitInput): Promise<void> {
     committed.push(result);
   }
   const recorded = await input.store.commitResults({ session, tenant: input.tenant, run, items });
-  const events = committed
+  return committed
     .filter((_, i) => recorded[i])
     .map((result) => ({ name: 'tool.result' as const, data: { round, run, ...result } }));
-  await input.events.publishMany(session, events);
+}
+
+/** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */
+export async function commitRound(input: CommitInput): Promise<void> {
+  await input.events.publishMany(input.session, await storeRound(input));
 }

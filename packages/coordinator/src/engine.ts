@@ -11,7 +11,7 @@ import {
   type ToolDefinition,
 } from '@tool-dispatch/shared';
 import { Catalog, definitionProblem, sessionSpecs } from './catalog.js';
-import { commitRound } from './commit.js';
+import { storeRound } from './commit.js';
 import type { ConfirmHub, PendingConfirmation } from './confirm.js';
 import { MemoryConfirmHub } from './confirm-memory.js';
 import {
@@ -191,13 +191,17 @@ export class Engine implements Dispatcher {
     const state = begin.session;
     const ref: RoundRef = { session: input.session, run: input.run, round };
     const ledger = this.options.ledger;
-    if (ledger) {
-      await Promise.all([
-        ledger.claim(ref, this.coordinatorId, this.leaseMs, false),
-        ledger.save(ref, { phase: 'preflight', calls: input.calls }),
-      ]);
-    }
-    return this.track(input.session, input.run, (controller) => this.runRound(state, ref, input.calls, controller));
+    // The lease is taken while pass 1 reads (which writes nothing another coordinator would redo).
+    const leased = ledger
+      ? Promise.all([
+          ledger.claim(ref, this.coordinatorId, this.leaseMs, false),
+          ledger.save(ref, { phase: 'preflight', calls: input.calls }),
+        ])
+      : undefined;
+    leased?.catch(() => undefined); // awaited in runRound; never an unhandled rejection meanwhile
+    return this.track(input.session, input.run, (controller) =>
+      this.runRound(state, ref, input.calls, controller, { leased }),
+    );
   }
 
   /** Waits for a round started elsewhere (a retry with the same Idempotency-Key) and returns its answer. */
@@ -245,8 +249,9 @@ export class Engine implements Dispatcher {
     ref: RoundRef,
     rawCalls: unknown[],
     controller: AbortController,
-    resume?: RoundProgress,
+    from: { resume?: RoundProgress; leased?: Promise<unknown> | undefined } = {},
   ): Promise<RoundResponse> {
+    const { resume } = from;
     const { session, run, round } = ref;
     const hooks = this.options.hooks;
     const lease = this.holdLease(ref);
@@ -259,7 +264,7 @@ export class Engine implements Dispatcher {
         const pass1 = hooks?.pass
           ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls))
           : this.preflight(state, run, calls);
-        [, planned] = await Promise.all([started, pass1]);
+        [, , planned] = await Promise.all([from.leased, started, pass1]);
         await this.gate(state, run, round, planned, controller.signal);
         await this.saveProgress(ref, { phase: 'execute', calls: rawCalls, planned: planned.map(storedOf) });
       } else {
@@ -274,21 +279,17 @@ export class Engine implements Dispatcher {
         saved = this.saveProgress(ref, { phase: 'commit', calls: rawCalls, planned: planned.map(storedOf), results });
       }
       const commit = () =>
-        commitRound({
-          store: this.store,
-          events: this.events,
-          session,
-          tenant: state.tenant,
-          run,
-          round,
-          planned,
-          results,
-        });
-      await Promise.all([saved, hooks?.pass ? hooks.pass('commit', ref, commit) : commit()]);
+        storeRound({ store: this.store, session, tenant: state.tenant, run, round, planned, results });
+      const [, toolResults] = await Promise.all([saved, hooks?.pass ? hooks.pass('commit', ref, commit) : commit()]);
       if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
       const response: RoundResponse = { round, results };
-      await Promise.all([this.store.finishRound(session, run, round, response), this.options.ledger?.release(ref)]);
-      await this.events.publish(session, 'round.completed', { round, run });
+      // Once the commit is stored: the round's answer, the lease, and its events (tool.result, then
+      // round.completed) go out together. A retry waits for the stored answer, not for the events.
+      await Promise.all([
+        this.store.finishRound(session, run, round, response),
+        this.options.ledger?.release(ref),
+        this.events.publishMany(session, [...toolResults, { name: 'round.completed', data: { round, run } }]),
+      ]);
       return response;
     };
     try {
@@ -373,7 +374,7 @@ export class Engine implements Dispatcher {
     }
     this.options.onRecover?.(ref, progress.phase);
     await this.track(ref.session, ref.run, (controller) =>
-      this.runRound(state, ref, progress.calls, controller, progress),
+      this.runRound(state, ref, progress.calls, controller, { resume: progress }),
     ).catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))));
   }
 

@@ -16,6 +16,9 @@ export interface RedisEventBusOptions {
 const STREAM_ID = /^\d+-\d+$/;
 const READ_COUNT = 100;
 const RETRY_MS = 250;
+/** A stream lives this long past the replay window after its last TTL push (at most this often). */
+const EXPIRE_SLACK_MS = 60_000;
+const MAX_EXPIRE_MEMO = 10_000;
 
 type StreamEntry = [id: string, fields: string[]];
 
@@ -29,6 +32,8 @@ export class RedisEventBus implements EventBus {
   private readonly replayMs: number;
   private readonly blockMs: number;
   private readonly stops = new Set<() => void>();
+  /** When this process last pushed back each stream's TTL. */
+  private readonly expiredAt = new Map<string, number>();
 
   constructor(options: RedisEventBusOptions) {
     this.redis = options.redis;
@@ -47,11 +52,24 @@ export class RedisEventBus implements EventBus {
   ): Promise<void> {
     if (events.length === 0) return;
     const key = this.keys.events(session);
-    const minId = String(Math.max(0, Date.now() - this.replayMs));
+    const now = Date.now();
+    const minId = String(Math.max(0, now - this.replayMs));
+    // An abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back
+    // to replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS, so it never ends before that.
+    const refresh = now - (this.expiredAt.get(key) ?? 0) >= EXPIRE_SLACK_MS;
+    if (events.length === 1 && !refresh) {
+      const [e] = events as [(typeof events)[number]];
+      await this.redis.xadd(key, 'MINID', '~', minId, '*', 'name', e.name, 'data', JSON.stringify(e.data));
+      return;
+    }
     const multi = this.redis.multi();
     for (const e of events) multi.xadd(key, 'MINID', '~', minId, '*', 'name', e.name, 'data', JSON.stringify(e.data));
-    // An abandoned session's stream goes once nothing in it can be replayed.
-    await multi.pexpire(key, this.replayMs + 60_000).exec();
+    if (refresh) {
+      if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
+      this.expiredAt.set(key, now);
+      multi.pexpire(key, this.replayMs + EXPIRE_SLACK_MS);
+    }
+    await multi.exec();
   }
 
   async subscribe(
