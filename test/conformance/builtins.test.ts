@@ -7,7 +7,9 @@ import { isRunning, sleep } from './service.js';
 
 // API.md "Built-in tools": each handler's args and output, against the real processes.
 describeModes('built-in tools', (mode) => {
-  const f = useService(mode);
+  // TD_SEARCH_URL spells the target's host `localhost`, which TD_HTTP_ALLOW (127.0.0.1:<port>) does
+  // not list: the operator's search endpoint is not subject to the allow list.
+  const f = useService(mode, { envFor: ({ target }) => ({ TD_SEARCH_URL: `http://localhost:${target.port}/searx` }) });
   const ALL = ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'fetch_page', 'search_web'];
   const more = ['calculate', 'write_todo'];
   const session = () => f.api.session([...ALL, ...more], { provider: 'openai', autoApprove: 'all' });
@@ -215,7 +217,7 @@ describeModes('built-in tools', (mode) => {
   });
 
   describe('search_web', () => {
-    it('asks TD_SEARCH_URL?q=<query>&format=json and answers {results: [{title, url, snippet}]}', async () => {
+    it('asks TD_SEARCH_URL?q=<query>&format=json (not subject to TD_HTTP_ALLOW) and answers {results: [{title, url, snippet}]}', async () => {
       const s = await session();
       const query = `conformance & co ${uid('q')}`;
       const r = await f.api.one(s, rt('search_web', { query }));
