@@ -15,13 +15,14 @@ async function waitUntil(cond: () => boolean, ms: number, what: string): Promise
 describeModes('shutdown', (mode) => {
   const f = useService(mode);
 
-  it('drains an in-flight round on SIGTERM, refuses new rounds meanwhile with 503, and exits 0', async () => {
+  it('drains an in-flight round on SIGTERM, refuses new rounds meanwhile with 503, ends event streams, and exits 0', async () => {
     const s = await f.api.session(['http_request', 'run_command', 'calculate'], {
       provider: 'openai',
       autoApprove: 'all',
     });
     const tag = tagOf('drain');
     const run = uid('run');
+    const tap = await f.api.events(s);
     const inFlight = f.api.round(s, run, [
       rt('http_request', { url: f.target.url('slow', tag, 0, { ms: '1500' }) }),
       rt('run_command', { command: 'echo after the slow call' }),
@@ -40,6 +41,9 @@ describeModes('shutdown', (mode) => {
     const exit = await Promise.race([coordinator.exited, sleep(15_000).then(() => 'still running')]);
     expect(exit).toEqual({ code: 0, signal: null });
     expect(liveGroupMembers(coordinator.pid)).toEqual([]);
+    // An open event stream neither kept the process alive nor missed the drained round's end.
+    await tap.ended;
+    expect(tap.named('round.completed').map((e) => e.data.round)).toContain(b.round);
   });
 
   it('stops every worker process with exit code 0 on SIGTERM', async () => {
