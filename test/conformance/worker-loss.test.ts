@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { rt, uid } from './api.js';
 import { tagOf, useService } from './fixture.js';
-import { isRunning, type ProcessGroup, sleep } from './service.js';
+import { isRunning, type ProcessGroup, type Service, sleep } from './service.js';
 
 async function waitUntil<T>(get: () => T | undefined, ms: number, what: string): Promise<T> {
   const deadline = Date.now() + ms;
@@ -44,59 +44,65 @@ function socketOwner(port: number, pids: number[]): number | undefined {
 // DESIGN.md failure semantics, which only distributed mode has (embedded mode runs handlers
 // in the coordinator's own process, so there is no worker to lose): a concurrent call whose
 // worker dies is retried once; a serial one is never re-run and ends worker_lost.
-describe('worker processes dying mid-call (distributed mode only)', () => {
-  const f = useService('distributed', { workers: 3 });
-  const workerOf = (pid: number): ProcessGroup => {
-    const w = f.service.workers.find((x) => x.pid === pid);
+// Each case loses a worker, so each has a service of its own; the two run side by side.
+describe.concurrent('worker processes dying mid-call (distributed mode only)', () => {
+  const workerOf = (service: Service, pid: number): ProcessGroup => {
+    const w = service.workers.find((x) => x.pid === pid);
     if (!w) throw new Error(`pid ${pid} is not one of the workers`);
     return w;
   };
 
-  it('ends a serial call whose worker was killed error/worker_lost, and never runs it again', async () => {
-    const s = await f.api.session(['run_command'], { provider: 'openai', autoApprove: 'all' });
-    const ws = f.service.workspace(s);
-    const pending = f.api.round(s, uid('run'), [
-      rt('run_command', { command: 'echo run >> runs.txt; echo $$ > sh.pid; sleep 30' }),
-    ]);
-    const sh = await waitUntil(
-      () => {
-        try {
-          return Number(readFileSync(`${ws}/sh.pid`, 'utf8')) || undefined;
-        } catch {
-          return undefined;
-        }
-      },
-      10_000,
-      'the command never started',
-    );
-    try {
-      const worker = workerOf(parentOf(sh));
-      worker.signal('SIGKILL');
-      const [r] = (await pending).results;
-      expect(r, JSON.stringify(r)).toMatchObject({ status: 'error', error: { code: 'worker_lost' } });
-      expect(r?.error?.message).toMatch(/unknown|may have/i);
-      await sleep(1_000);
-      expect(readFileSync(`${ws}/runs.txt`, 'utf8')).toBe('run\n');
-    } finally {
-      // The command outlived its worker in a process group of its own; it is this test's to end.
-      if (isRunning(sh)) process.kill(-sh, 'SIGKILL');
-    }
-  }, 90_000);
+  describe('a serial call', () => {
+    const f = useService('distributed');
+    it('ends a serial call whose worker was killed error/worker_lost, and never runs it again', async () => {
+      const s = await f.api.session(['run_command'], { provider: 'openai', autoApprove: 'all' });
+      const ws = f.service.workspace(s);
+      const pending = f.api.round(s, uid('run'), [
+        rt('run_command', { command: 'echo run >> runs.txt; echo $$ > sh.pid; sleep 30' }),
+      ]);
+      const sh = await waitUntil(
+        () => {
+          try {
+            return Number(readFileSync(`${ws}/sh.pid`, 'utf8')) || undefined;
+          } catch {
+            return undefined;
+          }
+        },
+        10_000,
+        'the command never started',
+      );
+      try {
+        const worker = workerOf(f.service, parentOf(sh));
+        worker.signal('SIGKILL');
+        const [r] = (await pending).results;
+        expect(r, JSON.stringify(r)).toMatchObject({ status: 'error', error: { code: 'worker_lost' } });
+        expect(r?.error?.message).toMatch(/unknown|may have/i);
+        await sleep(1_000);
+        expect(readFileSync(`${ws}/runs.txt`, 'utf8')).toBe('run\n');
+      } finally {
+        // The command outlived its worker in a process group of its own; it is this test's to end.
+        if (isRunning(sh)) process.kill(-sh, 'SIGKILL');
+      }
+    }, 90_000);
+  });
 
-  it('retries a concurrent call whose worker was killed once, on another worker', async () => {
-    const s = await f.api.session(['http_request'], { provider: 'openai' });
-    const tag = tagOf('retry');
-    const pending = f.api.round(s, uid('run'), [
-      rt('http_request', { url: f.target.url('slow', tag, 0, { ms: '3000' }) }),
-    ]);
-    const first = await waitUntil(() => f.target.tag(tag).requests[0], 10_000, 'the call never reached the server');
-    const live = f.service.workers.filter((w) => !w.hasExited).map((w) => w.pid);
-    const port = first.remotePort ?? 0;
-    const owner = socketOwner(port, live);
-    expect(owner, `no worker holds the socket of port ${port}`).toBeDefined();
-    workerOf(owner as number).signal('SIGKILL');
-    const [r] = (await pending).results;
-    expect(r, JSON.stringify(r)).toMatchObject({ status: 'ok' });
-    expect(f.target.tag(tag).hits).toBe(2);
-  }, 90_000);
+  describe('a concurrent call', () => {
+    const f = useService('distributed');
+    it('retries a concurrent call whose worker was killed once, on another worker', async () => {
+      const s = await f.api.session(['http_request'], { provider: 'openai' });
+      const tag = tagOf('retry');
+      const pending = f.api.round(s, uid('run'), [
+        rt('http_request', { url: f.target.url('slow', tag, 0, { ms: '3000' }) }),
+      ]);
+      const first = await waitUntil(() => f.target.tag(tag).requests[0], 10_000, 'the call never reached the server');
+      const live = f.service.workers.filter((w) => !w.hasExited).map((w) => w.pid);
+      const port = first.remotePort ?? 0;
+      const owner = socketOwner(port, live);
+      expect(owner, `no worker holds the socket of port ${port}`).toBeDefined();
+      workerOf(f.service, owner as number).signal('SIGKILL');
+      const [r] = (await pending).results;
+      expect(r, JSON.stringify(r)).toMatchObject({ status: 'ok' });
+      expect(f.target.tag(tag).hits).toBe(2);
+    }, 90_000);
+  });
 });
