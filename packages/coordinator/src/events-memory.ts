@@ -35,10 +35,13 @@ export class MemoryEventBus implements EventBus {
     onEvent: (event: DispatchEvent) => void,
   ): Promise<() => void> {
     if (lastEventId !== undefined) {
+      // An id this bus issued: what came after it. Any other (not a number, or later than the
+      // last one issued): the whole replay window, as the Redis bus does.
       const after = Number(lastEventId);
+      const from = Number.isInteger(after) && after >= 0 && after <= this.seq ? after : 0;
       const cutoff = this.now() - this.replayMs;
       for (const e of this.logs.get(session) ?? []) {
-        if (Number(e.id) > (Number.isFinite(after) ? after : 0) && e.at >= cutoff) onEvent(e);
+        if (Number(e.id) > from && e.at >= cutoff) onEvent(e);
       }
     }
     const set = getOrCreate(this.listeners, session, () => new Set<(e: DispatchEvent) => void>());

@@ -90,6 +90,25 @@ describe('RedisEventBus', () => {
     expect(events.map((e) => e.data.n)).toEqual([2, 3, 4]);
   });
 
+  it('replays the whole window for a Last-Event-ID it did not issue ("0", another format, a later id), then tails', async () => {
+    const prefix = randomPrefix();
+    const bus = makeBus(prefix);
+    await bus.publish('s1', 'round.started', { n: 1 });
+    await bus.publish('s1', 'round.completed', { n: 2 });
+    for (const id of ['0', 'not-an-id', '17', '99999999999999-0']) {
+      const c = collector();
+      await bus.subscribe('s1', id, c.onEvent);
+      expect(
+        (await c.waitFor(2)).map((e) => e.data.n),
+        id,
+      ).toEqual([1, 2]);
+    }
+    const live = collector();
+    await bus.subscribe('s1', '99999999999999-0', live.onEvent);
+    await bus.publish('s1', 'round.started', { n: 3 });
+    expect((await live.waitFor(3)).map((e) => e.data.n)).toEqual([1, 2, 3]);
+  });
+
   it('replays nothing without a Last-Event-ID', async () => {
     const prefix = randomPrefix();
     const bus = makeBus(prefix);

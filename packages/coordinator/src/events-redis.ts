@@ -78,20 +78,19 @@ export class RedisEventBus implements EventBus {
     onEvent: (event: DispatchEvent) => void,
   ): Promise<() => void> {
     const key = this.keys.events(session);
-    let cursor: string;
-    if (lastEventId !== undefined && STREAM_ID.test(lastEventId)) {
-      const missed = (await this.redis.xrange(key, `(${lastEventId}`, '+')) as StreamEntry[];
+    // Tail from the newest event now in the stream: anything published after it is delivered live.
+    const newest = ((await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as StreamEntry[])[0]?.[0];
+    let cursor = newest ?? '0-0';
+    if (lastEventId !== undefined && newest !== undefined) {
+      // An id this stream issued: what came after it. Any other ("0", an id of another deployment,
+      // one later than the newest): the whole replay window, as the embedded bus does.
+      const issued = STREAM_ID.test(lastEventId) && compareStreamIds(lastEventId, newest) <= 0;
+      const missed = (await this.redis.xrange(key, issued ? `(${lastEventId}` : '-', newest)) as StreamEntry[];
       const cutoff = Date.now() - this.replayMs;
-      cursor = lastEventId;
       for (const entry of missed) {
-        cursor = entry[0];
         const event = toEvent(entry);
         if (event && event.at >= cutoff) deliver(onEvent, event);
       }
-    } else {
-      // Start after the newest event now in the stream: anything published after we return is delivered.
-      const newest = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as StreamEntry[];
-      cursor = newest[0]?.[0] ?? '0-0';
     }
     const reader = duplicateClient(this.redis);
     reader.on('error', () => {}); // reconnects on its own; the loop retries
@@ -128,6 +127,14 @@ export class RedisEventBus implements EventBus {
   async close(): Promise<void> {
     for (const stop of [...this.stops]) stop();
   }
+}
+
+/** Orders two stream ids (`<ms>-<seq>`). */
+function compareStreamIds(a: string, b: string): number {
+  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
+  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
+  if (am !== bm) return am < bm ? -1 : 1;
+  return as === bs ? 0 : as < bs ? -1 : 1;
 }
 
 function toEvent([id, fields]: StreamEntry): DispatchEvent | undefined {
