@@ -151,6 +151,19 @@ describeModes('session event streams', (mode) => {
     ]);
   });
 
+  it('replays the whole window for a Last-Event-ID it never issued (such as 0), then goes on live', async () => {
+    const s = await session();
+    const a = await f.api.round(s, uid('run'), [rt('calculate', { expression: '1' })]);
+    for (const id of ['0', 'not-an-event-id', '99999999999999-0']) {
+      const tap = await f.api.events(s, { 'Last-Event-ID': id });
+      await completed(tap, a.round);
+      expect(names(ofRound(tap.events, a.round)), id).toEqual(['round.started', 'tool.result', 'round.completed']);
+      const b = await f.api.round(s, uid('run'), [rt('calculate', { expression: '2' })]);
+      await completed(tap, b.round);
+      tap.close();
+    }
+  });
+
   it('replays nothing to a client that sends no Last-Event-ID', async () => {
     const s = await session();
     const a = await f.api.round(s, uid('run'), [rt('calculate', { expression: '1' })]);
