@@ -171,4 +171,16 @@ describe('RedisEventBus', () => {
     const key = `${prefix}:{s:s1}:events`;
     expect(await redis.pttl(key)).toBeGreaterThan(60_000);
   });
+
+  it('gives a stream without a TTL one again on the next event (as after a Redis restart)', async () => {
+    const prefix = randomPrefix();
+    const redis = new Redis(server.url);
+    connections.push(redis);
+    const bus = new RedisEventBus({ redis, prefix, replayMs: 60_000 });
+    const key = `${prefix}:{s:s1}:events`;
+    await bus.publish('s1', 'round.started', {});
+    await redis.persist(key);
+    await bus.publish('s1', 'round.completed', {});
+    expect(await redis.pttl(key)).toBeGreaterThan(60_000);
+  });
 });

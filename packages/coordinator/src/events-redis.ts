@@ -1,5 +1,7 @@
 import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import type { DispatchEvent, EventBus, EventName } from './events.js';
+import { publishEventsScript } from './store/lua/publishEvents-1.lua.js';
+import { runScript } from './store/lua/script.js';
 import { duplicateClient, type RedisClient } from './store/redis.js';
 
 export interface RedisEventBusOptions {
@@ -55,21 +57,15 @@ export class RedisEventBus implements EventBus {
     const now = Date.now();
     const minId = String(Math.max(0, now - this.replayMs));
     // An abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back
-    // to replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS, so it never ends before that.
+    // to replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
     const refresh = now - (this.expiredAt.get(key) ?? 0) >= EXPIRE_SLACK_MS;
-    if (events.length === 1 && !refresh) {
-      const [e] = events as [(typeof events)[number]];
-      await this.redis.xadd(key, 'MINID', '~', minId, '*', 'name', e.name, 'data', JSON.stringify(e.data));
-      return;
-    }
-    const multi = this.redis.multi();
-    for (const e of events) multi.xadd(key, 'MINID', '~', minId, '*', 'name', e.name, 'data', JSON.stringify(e.data));
+    const pairs = events.flatMap((e) => [e.name, JSON.stringify(e.data)]);
+    const args = [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0', ...pairs];
+    await runScript(this.redis, publishEventsScript, [key], args);
     if (refresh) {
       if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
       this.expiredAt.set(key, now);
-      multi.pexpire(key, this.replayMs + EXPIRE_SLACK_MS);
     }
-    await multi.exec();
   }
 
   async subscribe(

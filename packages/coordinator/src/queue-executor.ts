@@ -302,20 +302,14 @@ export class QueueExecutor implements Executor {
       coordinator: this.coordinatorId,
     };
     const names = [...new Set(calls.map((c) => c.job.name))].join('+');
-    // Idempotent enqueue: BullMQ ignores an add whose job id exists, a worker never runs a call whose
-    // outcome is recorded, and an outcome already recorded for a call is its answer now.
-    const [recorded] = await Promise.all([
-      this.redis.mget(...calls.map((c) => this.keys.outcome(c.job.session, c.jobId))),
-      this.queues[first.queue].add(names, payload, {
-        jobId: carrier.jobId,
-        attempts: 1,
-        removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
-        removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
-      }),
-    ]);
-    recorded.forEach((value, i) => {
-      const outcome = parseOutcome(tryParseJson(value));
-      if (outcome) calls[i]?.settle(outcome);
+    // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
+    // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
+    // already done (a takeover) is found by the poll of outcome keys.
+    await this.queues[first.queue].add(names, payload, {
+      jobId: carrier.jobId,
+      attempts: 1,
+      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+      removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
     });
   }
 

@@ -144,6 +144,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     }));
     // Listening before the start check: a cancel published after it is heard, one before it left its mark.
     for (const c of calls) running.set(c.callId, c.stop);
+    // BullMQ's own stop (the job's) stops every call of it.
+    const stopAll = () => {
+      for (const c of calls) c.stop.abort(signal.reason);
+    };
+    if (signal.aborted) stopAll();
+    else signal.addEventListener('abort', stopAll, { once: true });
     const outcomes: Record<string, ExecOutcome> = {};
     const report = reporter.forJob(queued, jobId);
     try {
@@ -169,13 +175,14 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
                   durationMs: 0,
                   ranOn: id,
                 }
-              : await runCall(c.job, jobId, AbortSignal.any([signal, c.stop.signal]));
+              : await runCall(c.job, jobId, c.stop.signal);
           outcomes[c.callId] = outcome;
           await report(c.callId, outcome);
         }),
       );
       return outcomes;
     } finally {
+      signal.removeEventListener('abort', stopAll);
       for (const c of calls) if (running.get(c.callId) === c.stop) running.delete(c.callId);
     }
   }
