@@ -18,6 +18,13 @@ const ctx = () => makeContext(root);
 const read = (p: string) => readFile(path.join(root, p), 'utf8');
 
 describe('edit_file', () => {
+  it.each(['dir/', 'a/.', '..', '.', 'sub\\'])('refuses a path that names a directory (%s)', async (p) => {
+    await expect(editFile({ path: p, content: 'x' }, ctx())).rejects.toMatchObject({
+      code: 'handler_error',
+      message: expect.stringMatching(/names a directory/),
+    });
+  });
+
   describe('when given content', () => {
     it('creates the file and its parent directories, reporting created', async () => {
       await expect(editFile({ path: 'new/dir/f.txt', content: 'héllo' }, ctx())).resolves.toEqual({

@@ -22,6 +22,9 @@ export async function editFile(args: Record<string, unknown>, ctx: HandlerContex
   const content = optionalString(args, 'content');
   const oldText = optionalString(args, 'old');
   const newText = optionalString(args, 'new');
+  if (/[/\\]$/.test(shownPath) || /(^|[/\\])\.{0,2}$/.test(shownPath)) {
+    throw new ToolError('handler_error', `path "${shownPath}" names a directory; give the path of a file`);
+  }
   const target = await resolveInWorkspace(ctx.workspace, shownPath);
 
   if (content !== undefined) {
