@@ -18,7 +18,7 @@ const WORKERS = 2;
 /** Rounds are measured in blocks that alternate between ours and the peer, so drift hits both. */
 const LATENCY_BLOCK = 100;
 /** The throughput test alternates too, in this many slices per side. */
-const THROUGHPUT_SLICES = 4;
+const THROUGHPUT_SLICES = 8;
 const PARAMS = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
 const TOOL: ToolDefinition = {
   name: 'bench_noop',
@@ -54,7 +54,11 @@ export interface DistributedFigures {
   ours: SideFigures;
   peer: SideFigures;
   /** ours / peer: below 1 is better for latency, above 1 for throughput. */
-  ratios: { p50: number; p99: number; throughput: number };
+  /**
+   * ours / peer. `throughput` is the median of the ratios of back-to-back slices (robust to load
+   * from outside the bench); `cpu` compares Node CPU per call, which hardly depends on that load.
+   */
+  ratios: { p50: number; p99: number; throughput: number; cpu: number };
 }
 
 /** One side of the comparison: a round of 5 no-op calls in run `i`. */
@@ -207,6 +211,12 @@ async function usage(redis: Redis): Promise<{ commands: number; redisCpuUs: numb
   };
 }
 
+const median = (values: readonly number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    0.5,
+  );
+
 const percentile = (sorted: readonly number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
 
@@ -239,6 +249,7 @@ export async function benchDistributed(
 
     const zero = () => ({ calls: 0, elapsedMs: 0, commands: 0, redisCpuUs: 0, nodeCpuUs: 0 });
     const totals = { ours: zero(), peer: zero() };
+    const sliceRates = { ours: [] as number[], peer: [] as number[] };
     for (let slice = 0; slice < THROUGHPUT_SLICES; slice++) {
       for (const side of slice % 2 === 0 ? sides : [...sides].reverse()) {
         const before = await usage(admin);
@@ -250,6 +261,7 @@ export async function benchDistributed(
         total.nodeCpuUs += after.nodeCpuUs - before.nodeCpuUs;
         total.calls += t.calls;
         total.elapsedMs += t.elapsedMs;
+        sliceRates[side.name].push((t.calls * 1000) / t.elapsedMs);
         progress(
           `distributed: ${side.name}, ${CONCURRENT_RUNS} runs: ${((t.calls * 1000) / t.elapsedMs).toFixed(0)} calls/s`,
         );
@@ -274,7 +286,12 @@ export async function benchDistributed(
       options,
       ours: o,
       peer: p,
-      ratios: { p50: o.p50Ms / p.p50Ms, p99: o.p99Ms / p.p99Ms, throughput: o.callsPerSec / p.callsPerSec },
+      ratios: {
+        p50: o.p50Ms / p.p50Ms,
+        p99: o.p99Ms / p.p99Ms,
+        throughput: median(sliceRates.ours.map((rate, i) => rate / (sliceRates.peer[i] ?? Number.NaN))),
+        cpu: o.nodeCpuUsPerCall / p.nodeCpuUsPerCall,
+      },
     };
   } finally {
     // The spawned redis-server is unref'd: keep the loop alive until its exit is seen.

@@ -34,8 +34,10 @@ if (only === undefined || only === 'distributed') {
       `  ${label.padEnd(10)} ${ms(f.p50Ms)}  ${ms(f.p99Ms)}  ${rate(f.callsPerSec)}   ${f.commandsPerCall.toFixed(1).padStart(5)}, ${cpu}`,
     );
   }
+  const x = (v: number, width: number) => `${v.toFixed(2)}×`.padStart(width);
   console.log(
-    `  ours/peer  ${`${ratios.p50.toFixed(2)}×`.padStart(10)}  ${`${ratios.p99.toFixed(2)}×`.padStart(10)}  ${`${ratios.throughput.toFixed(2)}×`.padStart(14)}`,
+    `  ours/peer  ${x(ratios.p50, 10)}  ${x(ratios.p99, 10)}  ${x(ratios.throughput, 14)}   node CPU ${x(ratios.cpu, 0)}`,
   );
-  console.log('  (latency: below 1× is faster than the peer; throughput: above 1× is more calls/s)');
+  console.log('  (latency and CPU: below 1× is better than the peer; throughput: above 1× is more calls/s,');
+  console.log('   the median of back-to-back slices)');
 }
