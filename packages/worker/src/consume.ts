@@ -154,7 +154,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const report = reporter.forJob(queued, jobId);
     try {
       const starts = await reporter.start(queued, jobId);
-      await Promise.all(
+      // Every call runs to its end even when a sibling's report fails; then the job fails with it.
+      const settled = await Promise.allSettled(
         calls.map(async function runOneCall(c, i) {
           const start = starts[i];
           // Another job runs this call (a takeover grouped the calls differently): its report stands.
@@ -180,6 +181,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           await report(c.callId, outcome);
         }),
       );
+      const failed = settled.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
       return outcomes;
     } finally {
       signal.removeEventListener('abort', stopAll);
