@@ -149,6 +149,19 @@ describe('RedisEventBus', () => {
     expect(late.events.map((e) => e.data.n)).toEqual([3]);
   });
 
+  it('flush waits until live subscribers have read what was published (for shutdown)', async () => {
+    const prefix = randomPrefix();
+    const bus = makeBus(prefix);
+    const c = collector();
+    await bus.subscribe('s', undefined, c.onEvent);
+    await bus.publishMany('s', [
+      { name: 'tool.result', data: { id: 'a' } },
+      { name: 'round.completed', data: { round: 'r' } },
+    ]);
+    await bus.flush(5_000);
+    expect(c.events.map((e) => e.name)).toEqual(['tool.result', 'round.completed']);
+  });
+
   it('stops delivering after unsubscribe', async () => {
     const prefix = randomPrefix();
     const bus = makeBus(prefix);

@@ -34,6 +34,8 @@ export class RedisEventBus implements EventBus {
   private readonly replayMs: number;
   private readonly blockMs: number;
   private readonly stops = new Set<() => void>();
+  /** Each live subscription's stream key and the id of the last entry it read. */
+  private readonly cursors = new Map<() => void, { key: string; cursor: () => string }>();
   /** When this process last pushed back each stream's TTL. */
   private readonly expiredAt = new Map<string, number>();
 
@@ -95,9 +97,11 @@ export class RedisEventBus implements EventBus {
       if (stopped) return;
       stopped = true;
       this.stops.delete(stop);
+      this.cursors.delete(stop);
       reader.disconnect();
     };
     this.stops.add(stop);
+    this.cursors.set(stop, { key, cursor: () => cursor });
     const tail = async () => {
       while (!stopped) {
         try {
@@ -117,6 +121,27 @@ export class RedisEventBus implements EventBus {
     };
     void tail();
     return stop;
+  }
+
+  /**
+   * Waits (at most `timeoutMs`) until every live subscription has read what its stream holds now,
+   * so a shutdown that ends the event streams right after does not cut off the last events.
+   */
+  async flush(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const subs = [...this.cursors.values()];
+    const newest = new Map<string, string | undefined>();
+    for (const { key } of subs) {
+      if (newest.has(key)) continue;
+      const entry = ((await this.redis.xrevrange(key, '+', '-', 'COUNT', 1).catch(() => [])) as StreamEntry[])[0];
+      newest.set(key, entry?.[0]);
+    }
+    const behind = () =>
+      subs.some(({ key, cursor }) => {
+        const last = newest.get(key);
+        return last !== undefined && compareStreamIds(cursor(), last) < 0;
+      });
+    while (behind() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
   /** Ends every subscription; the caller's connection stays open. */

@@ -24,5 +24,7 @@ export interface EventBus {
     lastEventId: string | undefined,
     onEvent: (event: DispatchEvent) => void,
   ): Promise<() => void>;
+  /** Waits until live subscribers have been handed what was published (at most `timeoutMs`). */
+  flush?(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }

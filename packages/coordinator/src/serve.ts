@@ -50,6 +50,8 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
   const stop = () => {
     stopping ??= (async () => {
       await engine.drain();
+      // Subscribers get the drained rounds' last events before their streams end.
+      await engine.events.flush?.(2000).catch(() => undefined);
       await closeWithin(app, 5000);
       await engine.close();
       await options.onClosed?.();
