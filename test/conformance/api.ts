@@ -1,4 +1,4 @@
-import { SseParser } from '@tool-dispatch/client';
+import { readEventStream } from '../support/sse.js';
 
 /** A result as API.md describes it (read loosely: tests check the fields). */
 export interface Result {
@@ -206,28 +206,14 @@ export class EventTap {
   ) {
     this.status = res.status;
     this.headers = res.headers;
-    const parser = new SseParser();
-    this.ended = (async () => {
-      if (!res.body) return;
-      const decoder = new TextDecoder();
-      try {
-        for await (const chunk of res.body) {
-          const text = decoder.decode(chunk, { stream: true });
-          this.raw += text;
-          for (const e of parser.push(text)) {
-            let data: unknown = e.data;
-            try {
-              data = JSON.parse(e.data);
-            } catch {
-              // not JSON: keep the text
-            }
-            this.events.push({ id: e.id, name: e.event, data });
-          }
-        }
-      } catch {
-        // aborted
-      }
-    })();
+    this.ended = readEventStream(res.body, {
+      onText: (text) => {
+        this.raw += text;
+      },
+      onEvent: (e) => {
+        this.events.push(e);
+      },
+    });
   }
 
   named(name: string): TappedEvent[] {

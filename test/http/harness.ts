@@ -10,6 +10,7 @@ import {
   type Dispatcher,
 } from '@tool-dispatch/coordinator';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
+import { readEventStream } from '../support/sse.js';
 
 export interface Harness {
   base: string;
@@ -135,7 +136,6 @@ export interface EventTap {
 }
 
 export async function tapEvents(h: Harness, session: string, headers: Record<string, string> = {}): Promise<EventTap> {
-  const { SseParser } = await import('@tool-dispatch/client');
   const controller = new AbortController();
   const res = await fetch(`${h.base}/v1/sessions/${session}/events`, {
     headers: { accept: 'text/event-stream', ...headers },
@@ -163,28 +163,14 @@ export async function tapEvents(h: Harness, session: string, headers: Record<str
     close: () => controller.abort(),
     ended: Promise.resolve(),
   };
-  const parser = new SseParser();
-  tap.ended = (async () => {
-    if (!res.body) return;
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of res.body) {
-        const text = decoder.decode(chunk, { stream: true });
-        tap.raw += text;
-        for (const e of parser.push(text)) {
-          let data: unknown = e.data;
-          try {
-            data = JSON.parse(e.data);
-          } catch {
-            // keep text
-          }
-          tap.events.push({ id: e.id, name: e.event, data });
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
+  tap.ended = readEventStream(res.body, {
+    onText: (text) => {
+      tap.raw += text;
+    },
+    onEvent: (e) => {
+      tap.events.push(e);
+    },
+  });
   return tap;
 }
 
