@@ -1,9 +1,10 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor, type QueueExecutorOptions } from '../../packages/coordinator/src/queue-executor.js';
-import type { ExecJob } from '../../packages/shared/src/index.js';
+import { type ExecJob, redisKeys } from '../../packages/shared/src/index.js';
 import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
@@ -242,7 +243,8 @@ describe('QueueExecutor with two workers', () => {
       const [a0, a1, b0] = await Promise.all([
         first.execute(calls[0] as ExecJob, never()),
         first.execute(calls[1] as ExecJob, never()),
-        second.execute(calls[0] as ExecJob, never()),
+        // The taking-over coordinator names the round's first one, whose namespace holds the outcomes.
+        second.execute({ ...(calls[0] as ExecJob), origin: 'c-one' }, never()),
       ]);
       expect(a1).toMatchObject({ status: 'ok', output: { tag: 't1' } });
       expect(a0).toMatchObject({ status: 'ok', output: { tag: 't0' } });
@@ -260,9 +262,48 @@ describe('QueueExecutor with two workers', () => {
       const first = await exec.execute(j, never());
       // The finished job leaves BullMQ (as after its retention); the outcome stays.
       await exec.queues.concurrent.clean(0, 100, 'completed');
-      const again = await (await executor(prefix)).execute(j, never());
+      const again = await (await executor(prefix)).execute({ ...j, origin: exec.coordinatorId }, never());
       expect(again).toEqual(first);
       expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    });
+  });
+
+  describe('when a coordinator carries on a round another one enqueued (origin)', () => {
+    it("records the outcome in the original coordinator's namespace and answers the new one", async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const second = await executor(prefix, { coordinatorId: 'c-two' });
+      const file = path.join(dir, `${prefix}-origin.log`);
+      const j = job('test_sleep', { ms: 10, file }, { origin: 'c-one' });
+      const outcome = await second.execute(j, never());
+      expect(outcome).toMatchObject({ status: 'ok' });
+      const redis = new Redis(server.url);
+      closers.push(async () => redis.disconnect());
+      const stored = await redis.get(redisKeys(prefix).outcome('c-one', `${j.round}-0`));
+      expect(JSON.parse(stored ?? 'null')).toEqual(outcome);
+      expect(await redis.exists(redisKeys(prefix).outcome('c-two', `${j.round}-0`))).toBe(0);
+    });
+
+    it('does not run a call the original coordinator cancelled before it started', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const first = await executor(prefix, { coordinatorId: 'c-one' });
+      const second = await executor(prefix, { coordinatorId: 'c-two' });
+      const file = path.join(dir, `${prefix}-origin-cancel.log`);
+      const busy = first.execute(job('test_side_effect', { ms: 800, file, tag: 'busy' }, { queue: 'serial' }), never());
+      await waitFor(async () => (await lines(file)).length === 1);
+      const ac = new AbortController();
+      const cancelled = job('test_side_effect', { ms: 10, file, tag: 'cancelled' }, { queue: 'serial' });
+      const waiting = first.execute(cancelled, ac.signal);
+      await new Promise((r) => setTimeout(r, 100));
+      ac.abort();
+      expect(await waiting).toMatchObject({ code: 'cancelled' });
+      await waitFor(async () => (await first.queues.serial.getJob(`${cancelled.round}-0`)) === undefined);
+      // The round is carried on elsewhere: the call is enqueued again, and its cancel mark still stands.
+      const again = await second.execute({ ...cancelled, origin: 'c-one' }, never());
+      expect(again).toMatchObject({ status: 'error', code: 'cancelled' });
+      expect((await busy).status).toBe('ok');
+      expect((await lines(file)).filter((l) => l.includes('cancelled'))).toEqual([]);
     });
   });
 

@@ -59,6 +59,8 @@ interface Pending {
   job: ExecJob;
   /** The call's id (jobIdFor): its outcome key, cancel mark and results messages. */
   jobId: string;
+  /** Whose namespace holds its outcome key and cancel mark (ExecJob.origin). */
+  origin: string;
   enqueuedAt: number;
   lastCheckedAt: number;
   settle(outcome: ExecOutcome): void;
@@ -166,6 +168,7 @@ export class QueueExecutor implements Executor {
     const entry: Pending = {
       job,
       jobId,
+      origin: job.origin ?? this.coordinatorId,
       enqueuedAt: started,
       lastCheckedAt: started,
       promise,
@@ -319,7 +322,7 @@ export class QueueExecutor implements Executor {
    */
   private async cancelCall(entry: Pending): Promise<void> {
     const { job, jobId, carrier } = entry;
-    await this.redis.set(this.keys.cancel(job.session, jobId), '1', 'PX', CANCEL_TTL_MS);
+    await this.redis.set(this.keys.cancel(entry.origin, jobId), '1', 'PX', CANCEL_TTL_MS);
     if (carrier?.calls.every((c) => c.cancelled)) {
       const removed = await this.queues[carrier.queue].remove(carrier.jobId).catch(() => 0);
       if (removed === 1) return;
@@ -401,7 +404,7 @@ export class QueueExecutor implements Executor {
 
   private async lookUp(entry: Pending, now: number): Promise<ExecOutcome | undefined> {
     const { job, jobId } = entry;
-    const value = await this.redis.get(this.keys.outcome(job.session, jobId));
+    const value = await this.redis.get(this.keys.outcome(entry.origin, jobId));
     const recorded = parseOutcome(tryParseJson(value));
     if (recorded) return recorded;
     // The job running the call names itself in the outcome key; before it starts, the job we enqueued.

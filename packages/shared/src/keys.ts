@@ -1,9 +1,10 @@
 /**
  * Redis key names, all under TD_PREFIX. Keys of one session share the `{s:<session>}` hash tag
  * (one Redis Cluster slot, so pipelines and Lua over them work on a cluster); the result cache
- * is tenant-scoped under `{t:<tenant>}`; worker liveness lives under `{w}`; a coordinator's
- * results stream under `{c:<coordinator>}`. Ids never contain braces (ID_PATTERN), so the
- * first `{…}` of a key is always its hash tag.
+ * is tenant-scoped under `{t:<tenant>}`; worker liveness lives under `{w}`. A coordinator's
+ * results stream, and the outcome keys and cancel marks of the calls it enqueued, share
+ * `{c:<coordinator>}`, so a worker records an outcome and sends it in one script. Ids never
+ * contain braces (ID_PATTERN), so the first `{…}` of a key is always its hash tag.
  */
 export interface RedisKeys {
   readonly prefix: string;
@@ -31,11 +32,12 @@ export interface RedisKeys {
   confirmDecided(session: string): string;
   /**
    * String: a call's ExecOutcome JSON, written once by the worker that ran it (or reported it
-   * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it.
+   * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it. Under the coordinator that
+   * first enqueued the call (ExecJob.origin); call ids (jobIdFor) are unique across rounds.
    */
-  outcome(session: string, jobId: string): string;
-  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it. */
-  cancel(session: string, jobId: string): string;
+  outcome(origin: string, callId: string): string;
+  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its outcome key. */
+  cancel(origin: string, callId: string): string;
   /** String: a cached result, tenant-scoped. */
   cache(tenant: string, key: string): string;
   /** Stream (consumer group): outcomes for one coordinator's pending calls; each entry one or more `job`, `outcome` field pairs. */
@@ -53,6 +55,7 @@ export interface RedisKeys {
 /** Key names for one deployment prefix (TD_PREFIX). */
 export function redisKeys(prefix: string): RedisKeys {
   const s = (session: string) => `${prefix}:{s:${session}}`;
+  const c = (coordinatorId: string) => `${prefix}:{c:${coordinatorId}}`;
   return {
     prefix,
     session: (session) => `${s(session)}:session`,
@@ -66,10 +69,10 @@ export function redisKeys(prefix: string): RedisKeys {
     events: (session) => `${s(session)}:events`,
     confirmPending: (session) => `${s(session)}:confirm:pending`,
     confirmDecided: (session) => `${s(session)}:confirm:decided`,
-    outcome: (session, jobId) => `${s(session)}:outcome:${jobId}`,
-    cancel: (session, jobId) => `${s(session)}:cancel:${jobId}`,
+    outcome: (origin, callId) => `${c(origin)}:outcome:${callId}`,
+    cancel: (origin, callId) => `${c(origin)}:cancel:${callId}`,
     cache: (tenant, key) => `${prefix}:{t:${tenant}}:cache:${key}`,
-    results: (coordinatorId) => `${prefix}:{c:${coordinatorId}}:results`,
+    results: (coordinatorId) => `${c(coordinatorId)}:results`,
     workersAlive: () => `${prefix}:{w}:alive`,
     worker: (workerId) => `${prefix}:{w}:worker:${workerId}`,
     cancelChannel: () => `${prefix}:cancel`,

@@ -45,6 +45,7 @@ export interface QueuedJob {
   calls: ExecJob[];
   /** Key of the owning coordinator's results stream (RedisKeys.results). */
   replyTo: string;
+  /** The owning coordinator; its namespace holds the outcome keys of calls without an `origin`. */
   coordinator: string;
 }
 
@@ -95,6 +96,7 @@ function isExecJob(job: unknown): job is ExecJob {
   const strings = ['session', 'tenant', 'run', 'round', 'callId', 'name', 'workspace'] as const;
   if (strings.some((k) => typeof job[k] !== 'string')) return false;
   if (typeof job.callIndex !== 'number' || typeof job.timeoutMs !== 'number' || !isObject(job.args)) return false;
+  if (job.origin !== undefined && typeof job.origin !== 'string') return false;
   return job.queue === 'concurrent' || job.queue === 'serial';
 }
 

@@ -140,6 +140,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const calls = queued.calls.map((job) => ({
       job,
       callId: jobIdFor(job.round, job.callIndex),
+      origin: job.origin ?? queued.coordinator,
       stop: new AbortController(),
     }));
     // Listening before the start check: a cancel published after it is heard, one before it left its mark.
@@ -153,7 +154,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const outcomes: Record<string, ExecOutcome> = {};
     const report = reporter.forJob(queued, jobId);
     try {
-      const starts = await reporter.start(queued, jobId);
+      const starts = await reporter.start(calls, jobId);
       // Every call runs to its end even when a sibling's report fails; then the job fails with it.
       const settled = await Promise.allSettled(
         calls.map(async function runOneCall(c, i) {
@@ -165,7 +166,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
             if (!recorded) return;
             // Run before (an earlier attempt, or another job): sent again, in case that report was lost.
             outcomes[c.callId] = recorded;
-            return report(c.callId, recorded, { recorded: true });
+            return report(c, recorded, { recorded: true });
           }
           const outcome: ExecOutcome =
             start === 'cancelled'
@@ -178,7 +179,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
                 }
               : await runCall(c.job, jobId, c.stop.signal);
           outcomes[c.callId] = outcome;
-          await report(c.callId, outcome);
+          await report(c, outcome);
         }),
       );
       const failed = settled.find((r) => r.status === 'rejected');
@@ -291,9 +292,13 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
 
 type StartReply = 'run' | 'cancelled' | 'elsewhere' | (string & {});
 
-interface Report {
-  callId: string;
-  session: string;
+/** A call as the reporter sees it: its id, and whose namespace holds its outcome key and cancel mark. */
+interface CallRef {
+  readonly callId: string;
+  readonly origin: string;
+}
+
+interface Report extends CallRef {
   json: string;
   /** Already recorded (by an earlier attempt): only sent again. */
   recorded: boolean;
@@ -301,13 +306,15 @@ interface Report {
   reject(error: unknown): void;
 }
 
+type ReportFn = (call: CallRef, outcome: ExecOutcome, options?: { recorded: boolean }) => Promise<void>;
+
 /** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
 const STREAM_EXPIRE_EVERY_MS = 60_000;
 const MAX_EXPIRE_MEMO = 10_000;
 
 /**
- * Records each call's outcome once (its outcome key) and sends it to the owning coordinator's
- * results stream. Outcomes of one job known in the same tick go out together.
+ * Records each call's outcome once (its outcome key, under the call's origin) and sends it to
+ * the owning coordinator's results stream. Outcomes of one job known in the same tick go out together.
  */
 class Reporter {
   private readonly expiredAt = new Map<string, number>();
@@ -318,23 +325,28 @@ class Reporter {
   ) {}
 
   /** Marks the job's calls running, or finds them cancelled, run before, or run by another job. */
-  async start(queued: QueuedJob, jobId: string): Promise<StartReply[]> {
-    const keys = queued.calls.flatMap((c) => {
-      const callId = jobIdFor(c.round, c.callIndex);
-      return [this.keys.cancel(c.session, callId), this.keys.outcome(c.session, callId)];
-    });
+  async start(calls: readonly CallRef[], jobId: string): Promise<StartReply[]> {
     const args = [RUNNING_MARK + jobId, OUTCOME_TTL_MS];
-    return (await runScript(this.redis, startCallsScript, keys, args)) as StartReply[];
+    const replies: StartReply[] = new Array(calls.length);
+    const startInNamespace = async ([origin, indexes]: [string, number[]]) => {
+      const keys = indexes.flatMap((i) => {
+        const callId = (calls[i] as CallRef).callId;
+        return [this.keys.cancel(origin, callId), this.keys.outcome(origin, callId)];
+      });
+      const got = (await runScript(this.redis, startCallsScript, keys, args)) as StartReply[];
+      indexes.forEach((callIndex, k) => {
+        replies[callIndex] = got[k] as StartReply;
+      });
+    };
+    // One script per namespace (a Redis Cluster slot); a job's calls normally share one.
+    await Promise.all([...indexesByOrigin(calls)].map(startInNamespace));
+    return replies;
   }
 
   /** Reports for one job: outcomes given in the same tick are recorded and sent together. */
-  forJob(
-    queued: QueuedJob,
-    jobId: string,
-  ): (callId: string, outcome: ExecOutcome, options?: { recorded: boolean }) => Promise<void> {
-    const session = queued.calls[0]?.session ?? '';
+  forJob(queued: QueuedJob, jobId: string): ReportFn {
     let gathering: Report[] = [];
-    return (callId, outcome, options) =>
+    return (call, outcome, options) =>
       new Promise<void>((resolve, reject) => {
         if (gathering.length === 0) {
           process.nextTick(() => {
@@ -345,42 +357,64 @@ class Reporter {
             });
           });
         }
-        const json = JSON.stringify(outcome);
-        gathering.push({ callId, session, json, recorded: options?.recorded === true, resolve, reject });
+        gathering.push({
+          callId: call.callId,
+          origin: call.origin,
+          json: JSON.stringify(outcome),
+          recorded: options?.recorded === true,
+          resolve,
+          reject,
+        });
       });
   }
 
   private async flush(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
-    const fresh = reports.filter((r) => !r.recorded);
-    const recordedNow =
-      fresh.length === 0
-        ? []
-        : ((await runScript(
-            this.redis,
-            recordOutcomesScript,
-            fresh.map((r) => this.keys.outcome(r.session, r.callId)),
-            [RUNNING_MARK + jobId, OUTCOME_TTL_MS, ...fresh.map((r) => r.json)],
-          )) as number[]);
-    // An outcome recorded before (an earlier attempt, or a worker_lost verdict) stands: this one is not sent.
-    const send = [...reports.filter((r) => r.recorded), ...fresh.filter((_, i) => Number(recordedNow[i]) === 1)];
-    if (send.length > 0) await this.send(replyTo, send);
+    await this.recordThenSend(replyTo, jobId, reports);
     for (const r of reports) r.resolve();
+  }
+
+  /** Records the fresh outcomes (per namespace), then sends the ones recorded now and those recorded before. */
+  private async recordThenSend(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
+    const fresh = reports.filter((r) => !r.recorded);
+    const recordedNow = new Set<Report>();
+    const recordInNamespace = async ([origin, indexes]: [string, number[]]) => {
+      const group = indexes.map((i) => fresh[i] as Report);
+      const got = (await runScript(
+        this.redis,
+        recordOutcomesScript,
+        group.map((r) => this.keys.outcome(origin, r.callId)),
+        [RUNNING_MARK + jobId, OUTCOME_TTL_MS, ...group.map((r) => r.json)],
+      )) as number[];
+      group.forEach((r, k) => {
+        if (Number(got[k]) === 1) recordedNow.add(r);
+      });
+    };
+    await Promise.all([...indexesByOrigin(fresh)].map(recordInNamespace));
+    // An outcome recorded before (an earlier attempt, or a worker_lost verdict) stands: this one is not sent.
+    const send = reports.filter((r) => r.recorded || recordedNow.has(r));
+    if (send.length > 0) await this.send(replyTo, send);
   }
 
   private async send(replyTo: string, reports: readonly Report[]): Promise<void> {
     const fields = reports.flatMap((r) => ['job', r.callId, 'outcome', r.json]);
-    const now = Date.now();
-    if (now - (this.expiredAt.get(replyTo) ?? 0) < STREAM_EXPIRE_EVERY_MS) {
+    if (!this.isExpireDue(replyTo)) {
       await this.redis.xadd(replyTo, 'MAXLEN', '~', RESULTS_STREAM_MAXLEN, '*', ...fields);
       return;
     }
-    if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
-    this.expiredAt.set(replyTo, now);
     await this.redis
       .multi()
       .xadd(replyTo, 'MAXLEN', '~', RESULTS_STREAM_MAXLEN, '*', ...fields)
       .pexpire(replyTo, RESULTS_STREAM_TTL_MS)
       .exec();
+  }
+
+  /** Whether the stream's TTL is due to be pushed back (at most once a STREAM_EXPIRE_EVERY_MS); notes it as done. */
+  private isExpireDue(replyTo: string): boolean {
+    const now = Date.now();
+    if (now - (this.expiredAt.get(replyTo) ?? 0) < STREAM_EXPIRE_EVERY_MS) return false;
+    if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
+    this.expiredAt.set(replyTo, now);
+    return true;
   }
 
   /**
@@ -402,8 +436,20 @@ class Reporter {
             ? `the worker running ${call.name} died; the outcome is unknown and the call was not re-run`
             : `the worker running ${call.name} died, and again after one retry; the outcome is unknown`;
         const code = lost ? 'worker_lost' : 'handler_error';
-        return report(jobIdFor(call.round, call.callIndex), { status: 'error', code, message, durationMs });
+        const ref = { callId: jobIdFor(call.round, call.callIndex), origin: call.origin ?? queued.coordinator };
+        return report(ref, { status: 'error', code, message, durationMs });
       }),
     );
   }
+}
+
+/** Indexes of `calls` by origin, in order. */
+function indexesByOrigin(calls: readonly { readonly origin: string }[]): Map<string, number[]> {
+  const groups = new Map<string, number[]>();
+  calls.forEach((c, i) => {
+    const group = groups.get(c.origin);
+    if (group) group.push(i);
+    else groups.set(c.origin, [i]);
+  });
+  return groups;
 }
