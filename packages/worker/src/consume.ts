@@ -35,6 +35,7 @@ import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';
 import { recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
+import { reportOutcomesScript } from './lua/reportOutcomes-1n.lua.js';
 import { runScript } from './lua/script.js';
 import { startCallsScript } from './lua/startCalls-2n.lua.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -308,13 +309,21 @@ interface Report extends CallRef {
 
 type ReportFn = (call: CallRef, outcome: ExecOutcome, options?: { recorded: boolean }) => Promise<void>;
 
+/** Where a job's outcomes go: the results stream, and the namespace that shares its hash tag. */
+interface ReplyTarget {
+  replyTo: string;
+  /** The origin whose outcome keys sit beside the stream (recorded and sent in one script); undefined if none. */
+  home: string | undefined;
+}
+
 /** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
 const STREAM_EXPIRE_EVERY_MS = 60_000;
 const MAX_EXPIRE_MEMO = 10_000;
 
 /**
- * Records each call's outcome once (its outcome key, under the call's origin) and sends it to
- * the owning coordinator's results stream. Outcomes of one job known in the same tick go out together.
+ * Records each call's outcome once (its outcome key) and sends it to the owning coordinator's
+ * results stream: one script when the outcome keys are the stream's coordinator's (the usual
+ * case), else a record then a send. Outcomes of one job known in the same tick go out together.
  */
 class Reporter {
   private readonly expiredAt = new Map<string, number>();
@@ -345,6 +354,10 @@ class Reporter {
 
   /** Reports for one job: outcomes given in the same tick are recorded and sent together. */
   forJob(queued: QueuedJob, jobId: string): ReportFn {
+    const target: ReplyTarget = {
+      replyTo: queued.replyTo,
+      home: this.keys.results(queued.coordinator) === queued.replyTo ? queued.coordinator : undefined,
+    };
     let gathering: Report[] = [];
     return (call, outcome, options) =>
       new Promise<void>((resolve, reject) => {
@@ -352,7 +365,7 @@ class Reporter {
           process.nextTick(() => {
             const reports = gathering;
             gathering = [];
-            this.flush(queued.replyTo, jobId, reports).catch((e: unknown) => {
+            this.flush(target, jobId, reports).catch((e: unknown) => {
               for (const r of reports) r.reject(e);
             });
           });
@@ -368,12 +381,32 @@ class Reporter {
       });
   }
 
-  private async flush(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
-    await this.recordThenSend(replyTo, jobId, reports);
+  private async flush(target: ReplyTarget, jobId: string, reports: readonly Report[]): Promise<void> {
+    const home = reports.filter((r) => r.origin === target.home);
+    const apart = home.length === reports.length ? [] : reports.filter((r) => r.origin !== target.home);
+    await Promise.all([
+      home.length > 0 ? this.recordAndSend(target.replyTo, jobId, home) : undefined,
+      apart.length > 0 ? this.recordThenSend(target.replyTo, jobId, apart) : undefined,
+    ]);
     for (const r of reports) r.resolve();
   }
 
-  /** Records the fresh outcomes (per namespace), then sends the ones recorded now and those recorded before. */
+  /** Outcome keys beside the stream: one script records the fresh outcomes and sends what it recorded. */
+  private async recordAndSend(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
+    const fresh = reports.filter((r) => !r.recorded);
+    const keys = [replyTo];
+    for (const r of fresh) keys.push(this.keys.outcome(r.origin, r.callId));
+    const streamTtlMs = this.isExpireDue(replyTo) ? RESULTS_STREAM_TTL_MS : 0;
+    const args: (string | number)[] = [RUNNING_MARK + jobId, OUTCOME_TTL_MS, RESULTS_STREAM_MAXLEN, streamTtlMs];
+    for (const r of fresh) args.push(r.callId, r.json);
+    for (const r of reports) if (r.recorded) args.push(r.callId, r.json);
+    await runScript(this.redis, reportOutcomesScript, keys, args);
+  }
+
+  /**
+   * Outcome keys in another namespace (a coordinator took the round over): recorded there first,
+   * then the ones recorded now, and those recorded before, sent.
+   */
   private async recordThenSend(replyTo: string, jobId: string, reports: readonly Report[]): Promise<void> {
     const fresh = reports.filter((r) => !r.recorded);
     const recordedNow = new Set<Report>();
