@@ -62,7 +62,7 @@ export interface DistributedFigures {
 }
 
 /** One side of the comparison: a round of 5 no-op calls in run `i`. */
-interface Side {
+export interface Side {
   name: 'ours' | 'peer';
   round(i: number): Promise<void>;
   close(): Promise<void>;
@@ -76,7 +76,7 @@ export function distributedOptionsFromEnv(env: NodeJS.ProcessEnv = process.env):
   };
 }
 
-async function startOurs(redisUrl: string, concurrency: number, progress: (s: string) => void): Promise<Side> {
+export async function startOurs(redisUrl: string, concurrency: number, progress: (s: string) => void): Promise<Side> {
   const root = mkdtempSync(path.join(tmpdir(), 'td-bench-dist-'));
   const prefix = 'bench-td';
   const config = resolveConfig(
@@ -137,7 +137,7 @@ async function startOurs(redisUrl: string, concurrency: number, progress: (s: st
   };
 }
 
-async function startPeer(redisUrl: string, concurrency: number): Promise<Side> {
+export async function startPeer(redisUrl: string, concurrency: number): Promise<Side> {
   const prefix = 'bench-peer';
   const name = 'noop';
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
@@ -184,7 +184,7 @@ async function latencyBlock(side: Side, rounds: number, into: number[]): Promise
 }
 
 /** 50 runs at once, each doing sequential rounds, for `ms`; returns calls completed and elapsed ms. */
-async function throughputBlock(side: Side, ms: number): Promise<{ calls: number; elapsedMs: number }> {
+export async function throughputBlock(side: Side, ms: number): Promise<{ calls: number; elapsedMs: number }> {
   const t0 = performance.now();
   const until = t0 + ms;
   let rounds = 0;

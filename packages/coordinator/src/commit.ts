@@ -2,7 +2,7 @@ import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import { invalidationsOf } from './dedupe.js';
 import type { EventBus, EventName } from './events.js';
 import type { PlannedCall } from './preflight.js';
-import type { CommitItem, Store } from './store/store.js';
+import { type CommitItem, type Store, toolResultData } from './store/store.js';
 
 export interface CommitInput {
   store: Store;
@@ -13,6 +13,10 @@ export interface CommitInput {
   round: string;
   planned: readonly PlannedCall[];
   results: readonly CallResult[];
+  /** The coordinator committing: fenced (nothing written) when another owns the round. */
+  owner?: string | undefined;
+  /** The `round.completed` data, for a store that appends the round's events itself. */
+  completed?: Record<string, unknown>;
   now?: () => number;
 }
 
@@ -53,28 +57,37 @@ export interface PendingEvent {
 
 /**
  * Pass 3's writes (DESIGN.md), in call order: history, dedupe map (with edit/command
- * invalidation), result cache; the store applies the whole round at once. Returns the
- * `tool.result` events of the calls recorded now, for the caller to publish. Idempotent: a
- * call committed before is skipped and yields no event.
+ * invalidation), result cache, and the round's answer; the store applies the whole round at
+ * once. Returns the `tool.result` events of the calls recorded now, for the caller to publish
+ * (a store that `appendsEvents` has appended them, and round.completed, when given `completed`),
+ * or null when the round was fenced (done, or owned by another coordinator). Idempotent: a call
+ * committed before is skipped and yields no event.
  */
-export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[]> {
+export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[] | null> {
   const { session, run, round } = input;
   const now = (input.now ?? Date.now)();
   const items: CommitItem[] = [];
-  const committed: CallResult[] = [];
   for (const [i, result] of input.results.entries()) {
     const p = input.planned[i];
-    if (!p) continue;
-    items.push(commitItemOf(p, result, { callIndex: i, round, run, now }));
-    committed.push(result);
+    if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now }));
   }
-  const recorded = await input.store.commitResults({ session, tenant: input.tenant, run, items });
-  return committed
-    .filter((_, i) => recorded[i])
-    .map((result) => ({ name: 'tool.result' as const, data: { round, run, ...result } }));
+  const outcome = await input.store.commitRound({
+    session,
+    tenant: input.tenant,
+    run,
+    round,
+    items,
+    response: { round, results: [...input.results] },
+    ...(input.owner ? { owner: input.owner } : {}),
+    ...(input.completed ? { completed: input.completed } : {}),
+  });
+  if (outcome.fenced) return null;
+  return items
+    .filter((_, i) => outcome.recorded[i])
+    .map((item) => ({ name: 'tool.result' as const, data: toolResultData(item.entry) }));
 }
 
 /** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */
 export async function commitRound(input: CommitInput): Promise<void> {
-  await input.events.publishMany(input.session, await storeRound(input));
+  await input.events.publishMany(input.session, (await storeRound(input)) ?? []);
 }

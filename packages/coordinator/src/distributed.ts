@@ -67,19 +67,21 @@ export async function createDistributedEngine(
   const engine = new Engine({
     config,
     executor,
-    store: new RedisStore({ redis, prefix }),
+    store: new RedisStore({ redis, prefix, events: {} }),
     events: new RedisEventBus({ redis, prefix }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
     ledger: new RedisLedger(redis, prefix),
     coordinatorId: executor.coordinatorId,
     onError: (e) => log(`recovery: ${e.message}`),
-    onRecover: (ref, phase) =>
-      log(`taking over round ${ref.round} (session ${ref.session}, run ${ref.run}) from its ${phase} phase`),
+    onRecover: (ref, from) =>
+      log(
+        `taking over round ${ref.round} (session ${ref.session}, run ${ref.run}) from coordinator ${from.coordinator}${from.decided ? ', with its confirmations answered' : ''}`,
+      ),
     ...(options.tools ? { tools: options.tools } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
-  engine.startRecovery();
+  await engine.startRecovery();
   return {
     engine,
     executor,

@@ -25,7 +25,7 @@ import {
 import type { DispatchEvent, EventBus } from './events.js';
 import { MemoryEventBus } from './events-memory.js';
 import { executeCalls } from './execute.js';
-import type { RoundLedger, RoundProgress, RoundRef, StoredPlanned } from './ledger.js';
+import type { RoundLedger, RoundRef, StoredPlanned } from './ledger.js';
 import { RunLimiter } from './limiter.js';
 import { getOrCreate } from './maps.js';
 import { type NormalCall, normalizeCall } from './normalize-call.js';
@@ -51,12 +51,12 @@ export interface EngineOptions {
   ledger?: RoundLedger;
   /** This coordinator's id, as lease owner (default: a fresh id). */
   coordinatorId?: string;
-  /** How long a round's lease lasts without renewal (default 5 s). */
+  /** How long this coordinator's lease lasts without a heartbeat (default 5 s); its rounds are taken over after. */
   leaseMs?: number;
   /** Infrastructure errors the engine recovers from (recovery scans). */
   onError?: (error: Error) => void;
   /** A round taken over from a coordinator that stopped renewing its lease. */
-  onRecover?: (ref: RoundRef, phase: RoundProgress['phase']) => void;
+  onRecover?: (ref: RoundRef, from: { coordinator: string; decided: boolean }) => void;
 }
 
 /** Observation points for tracing and metrics; all optional. */
@@ -73,6 +73,14 @@ export interface EngineHooks {
   roundsInProgress?(n: number): void;
   /** Confirmations asked (+n) and decided (-n). */
   confirmations?(delta: number): void;
+}
+
+/** Where a round taken over from another coordinator starts again. */
+interface Resume {
+  /** Pass 1's decisions, kept when a person answered the round's confirmations. */
+  planned?: StoredPlanned[];
+  /** The coordinator that began the round (its calls' outcomes are under its name). */
+  origin: string;
 }
 
 interface ActiveRound {
@@ -92,6 +100,8 @@ export class Engine implements Dispatcher {
   readonly leaseMs: number;
   private readonly limiter: RunLimiter;
   private recoveryTimer: NodeJS.Timeout | undefined;
+  /** Rounds finished since the last heartbeat, which takes them off this coordinator's list. */
+  private finished: RoundRef[] = [];
   private readonly runs = new Map<string, AbortController>();
   private readonly active = new Map<string, Set<ActiveRound>>();
   private inFlight = 0;
@@ -173,14 +183,28 @@ export class Engine implements Dispatcher {
     if (this.draining)
       throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
     const round = newId('rnd');
-    // One step: the session must exist, and is read with the round's start.
+    const ref: RoundRef = { session: input.session, run: input.run, round };
+    const ledger = this.options.ledger;
+    const owner = ledger ? this.coordinatorId : undefined;
+    // Listed under this coordinator before it begins (same connection, so in that order): if this
+    // coordinator dies, another finds the round and finishes it from the calls beginRound keeps.
+    const tracked = ledger?.track(ref, this.coordinatorId);
+    tracked?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    const calls = input.calls.map(normalizeCall);
+    // One step: the session must exist, and is read with the round's start (and, where the store
+    // appends events, round.started goes out with it).
     const begin = await this.store.beginRound({
       session: input.session,
       run: input.run,
       round,
       idempotencyKey: input.idempotencyKey,
-      callsHash: hashCanonical(input.calls),
+      // Only a retry under the same key compares it.
+      callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(input.calls),
+      ...(owner ? { owner, calls: input.calls } : {}),
+      ...(this.store.appendsEvents ? { started: startedData(ref, calls) } : {}),
     });
+    await tracked;
+    if (begin.kind !== 'new' && ledger) this.finished.push(ref);
     if (begin.kind === 'no_session') throw sessionNotFound(input.session);
     if (begin.kind === 'conflict')
       throw new RequestError(
@@ -189,18 +213,8 @@ export class Engine implements Dispatcher {
       );
     if (begin.kind === 'existing') return this.awaitRound(input.session, input.run, begin.record.round, input.signal);
     const state = begin.session;
-    const ref: RoundRef = { session: input.session, run: input.run, round };
-    const ledger = this.options.ledger;
-    // The lease is taken while pass 1 reads (which writes nothing another coordinator would redo).
-    const leased = ledger
-      ? Promise.all([
-          ledger.claim(ref, this.coordinatorId, this.leaseMs, false),
-          ledger.save(ref, { phase: 'preflight', calls: input.calls }),
-        ])
-      : undefined;
-    leased?.catch(() => undefined); // awaited in runRound; never an unhandled rejection meanwhile
     return this.track(input.session, input.run, (controller) =>
-      this.runRound(state, ref, input.calls, controller, { leased }),
+      this.runRound(state, ref, input.calls, controller, undefined, calls),
     );
   }
 
@@ -249,84 +263,60 @@ export class Engine implements Dispatcher {
     ref: RoundRef,
     rawCalls: unknown[],
     controller: AbortController,
-    from: { resume?: RoundProgress; leased?: Promise<unknown> | undefined } = {},
+    resume?: Resume,
+    normalized?: NormalCall[],
   ): Promise<RoundResponse> {
-    const { resume } = from;
     const { session, run, round } = ref;
     const hooks = this.options.hooks;
-    const lease = this.holdLease(ref);
+    const owner = this.options.ledger ? this.coordinatorId : undefined;
     const body = async (): Promise<RoundResponse> => {
       let planned: PlannedCall[];
-      if (!resume || resume.phase === 'preflight') {
-        const calls = rawCalls.map(normalizeCall);
-        // round.started goes out while pass 1 reads (it only has to come before the round's other events).
-        const started = resume ? undefined : this.publishStarted(ref, calls);
+      if (resume?.planned) planned = this.restorePlanned(state, resume.planned);
+      else {
+        const calls = normalized ?? rawCalls.map(normalizeCall);
+        // round.started goes out while pass 1 reads (it only has to come before the round's other
+        // events), unless the store appended it when the round began.
+        const started =
+          resume || this.store.appendsEvents
+            ? undefined
+            : this.events.publish(session, 'round.started', startedData(ref, calls));
         const pass1 = hooks?.pass
           ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls))
           : this.preflight(state, run, calls);
-        [, , planned] = await Promise.all([from.leased, started, pass1]);
-        await this.gate(state, run, round, planned, controller.signal);
-        await this.saveProgress(ref, { phase: 'execute', calls: rawCalls, planned: planned.map(storedOf) });
-      } else {
-        planned = this.restorePlanned(state, resume.planned ?? []);
+        [, planned] = await Promise.all([started, pass1]);
+        // A person's answers are kept, so a coordinator taking the round over does not ask again.
+        if ((await this.gate(state, run, round, planned, controller.signal)) && owner)
+          await this.store.saveDecisions(session, run, round, owner, planned.map(storedOf));
       }
-      let results: CallResult[];
-      let saved: Promise<void> | undefined;
-      if (resume?.phase === 'commit' && resume.results) results = resume.results;
-      else {
-        results = await this.execute(state, run, round, planned, controller.signal);
-        // Saved alongside the commit: a takeover from `execute` finds the outcomes recorded, and commit is idempotent.
-        saved = this.saveProgress(ref, { phase: 'commit', calls: rawCalls, planned: planned.map(storedOf), results });
-      }
+      const results = await this.execute(state, run, round, planned, controller.signal, resume?.origin);
+      const completed = { round, run };
       const commit = () =>
-        storeRound({ store: this.store, session, tenant: state.tenant, run, round, planned, results });
-      const [, toolResults] = await Promise.all([saved, hooks?.pass ? hooks.pass('commit', ref, commit) : commit()]);
+        storeRound({
+          store: this.store,
+          session,
+          tenant: state.tenant,
+          run,
+          round,
+          planned,
+          results,
+          owner,
+          ...(this.store.appendsEvents ? { completed } : {}),
+        });
+      const committed = await (hooks?.pass ? hooks.pass('commit', ref, commit) : commit());
+      // Another coordinator took the round over (this one was thought dead): its answer stands.
+      if (!committed) return this.awaitRound(session, run, round);
       if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
-      const response: RoundResponse = { round, results };
-      // Once the commit is stored: the round's answer, the lease, and its events (tool.result, then
-      // round.completed) go out together. A retry waits for the stored answer, not for the events.
-      await Promise.all([
-        this.store.finishRound(session, run, round, response),
-        this.options.ledger?.release(ref),
-        this.events.publishMany(session, [...toolResults, { name: 'round.completed', data: { round, run } }]),
-      ]);
-      return response;
+      // Once the commit (and the round's answer) is stored, its events: tool.result, then
+      // round.completed (already appended by a store that appends events).
+      if (!this.store.appendsEvents)
+        await this.events.publishMany(session, [...committed, { name: 'round.completed', data: completed }]);
+      return { round, results };
     };
     try {
       return await (hooks?.round ? hooks.round({ ...ref, calls: rawCalls.length }, body) : body());
     } finally {
-      lease.stop();
+      if (owner) this.finished.push(ref);
     }
-  }
-
-  private async publishStarted(ref: RoundRef, calls: readonly NormalCall[]): Promise<void> {
-    await this.events.publish(ref.session, 'round.started', {
-      round: ref.round,
-      run: ref.run,
-      calls: calls.map((c) => ({
-        id: c.id,
-        name: c.name === 'run_tool' && typeof c.args?.name === 'string' ? c.args.name : c.name,
-      })),
-    });
-  }
-
-  private async saveProgress(ref: RoundRef, progress: RoundProgress): Promise<void> {
-    await this.options.ledger?.save(ref, progress);
-  }
-
-  /** Renews this coordinator's lease on a round while it works on it. */
-  private holdLease(ref: RoundRef): { stop(): void } {
-    const ledger = this.options.ledger;
-    if (!ledger) return { stop() {} };
-    const timer = setInterval(
-      function renewLease(this: void, engine: Engine) {
-        ledger.renew(ref, engine.coordinatorId, engine.leaseMs).catch(() => undefined);
-      },
-      Math.max(50, Math.floor(this.leaseMs / 3)),
-      this,
-    );
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
   }
 
   private restorePlanned(state: SessionState, stored: readonly StoredPlanned[]): PlannedCall[] {
@@ -335,46 +325,62 @@ export class Engine implements Dispatcher {
   }
 
   /**
-   * Takes over rounds whose coordinator stopped renewing its lease (died) and finishes them from
-   * their stored progress. Jobs keep their ids, so a call already run is answered from its
-   * recorded outcome, and commit records each call once.
+   * Starts this coordinator's heartbeat (its lease, renewed every third of it) and the takeover of
+   * rounds whose coordinator stopped renewing (died): each is finished from what the store kept of
+   * it. Calls keep their ids, so one already run is answered from its recorded outcome, and the
+   * commit records each call once. Resolves after the first heartbeat.
    */
-  startRecovery(intervalMs = Math.max(100, Math.floor(this.leaseMs / 2))): void {
+  async startRecovery(intervalMs = Math.max(50, Math.floor(this.leaseMs / 3))): Promise<void> {
     const ledger = this.options.ledger;
     if (!ledger || this.recoveryTimer) return;
-    let scanning = false;
+    await this.heartbeat(ledger);
+    let busy = false;
     this.recoveryTimer = setInterval(() => {
-      if (scanning || this.draining) return;
-      scanning = true;
-      this.recoverLapsed(ledger)
+      if (busy) return;
+      busy = true;
+      this.heartbeat(ledger)
+        .then(() => (this.draining ? undefined : this.adoptLapsed(ledger)))
         .catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))))
         .finally(() => {
-          scanning = false;
+          busy = false;
         });
     }, intervalMs);
     this.recoveryTimer.unref();
   }
 
-  private async recoverLapsed(ledger: RoundLedger): Promise<void> {
-    for (const ref of await ledger.lapsed(Date.now(), 20)) {
-      if (!(await ledger.claim(ref, this.coordinatorId, this.leaseMs, true))) continue;
-      void this.resumeRound(ledger, ref);
+  private async heartbeat(ledger: RoundLedger): Promise<void> {
+    const finished = this.finished;
+    this.finished = [];
+    try {
+      await ledger.heartbeat(this.coordinatorId, this.leaseMs, finished);
+    } catch (e) {
+      this.finished.push(...finished);
+      throw e;
     }
   }
 
-  private async resumeRound(ledger: RoundLedger, ref: RoundRef): Promise<void> {
-    const [progress, record, state] = await Promise.all([
-      ledger.load(ref),
-      this.store.getRound(ref.session, ref.run, ref.round),
+  private async adoptLapsed(ledger: RoundLedger): Promise<void> {
+    for (;;) {
+      const adopted = await ledger.adoptLapsed(this.coordinatorId, Date.now());
+      if (!adopted) return;
+      for (const ref of adopted.rounds) void this.resumeRound(ref, adopted.from);
+    }
+  }
+
+  private async resumeRound(ref: RoundRef, from: string): Promise<void> {
+    const [taken, state] = await Promise.all([
+      this.store.takeRound(ref.session, ref.run, ref.round, this.coordinatorId),
       this.store.getSession(ref.session),
     ]);
-    if (!progress || !state || record?.state === 'done') {
-      await ledger.release(ref);
+    if (taken.kind !== 'taken' || !state) {
+      this.finished.push(ref);
       return;
     }
-    this.options.onRecover?.(ref, progress.phase);
+    this.options.onRecover?.(ref, { coordinator: from, decided: taken.planned !== undefined });
+    const resume: Resume = { origin: taken.origin || from };
+    if (taken.planned) resume.planned = taken.planned;
     await this.track(ref.session, ref.run, (controller) =>
-      this.runRound(state, ref, progress.calls, controller, { resume: progress }),
+      this.runRound(state, ref, taken.calls, controller, resume),
     ).catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))));
   }
 
@@ -401,16 +407,19 @@ export class Engine implements Dispatcher {
     return planned;
   }
 
-  /** DESIGN.md step 8: every confirmation of the round asked at once; nothing runs until all are answered. */
+  /**
+   * DESIGN.md step 8: every confirmation of the round asked at once; nothing runs until all are
+   * answered. True when anybody was asked.
+   */
   private async gate(
     state: SessionState,
     run: string,
     round: string,
     planned: PlannedCall[],
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const asking = planned.filter((p) => p.decision.kind === 'run' && p.decision.needsConfirm);
-    if (asking.length === 0) return;
+    if (asking.length === 0) return false;
     const items: PendingConfirmation[] = asking.map((p) => ({
       confirmationId: newId('cf'),
       session: state.id,
@@ -443,6 +452,7 @@ export class Engine implements Dispatcher {
           : { id: p.call.id, name: p.name, status: 'denied', error: { code: 'denied', message }, durationMs: 0 };
       p.decision = { kind: 'done', result };
     });
+    return true;
   }
 
   private async execute(
@@ -451,6 +461,7 @@ export class Engine implements Dispatcher {
     round: string,
     planned: PlannedCall[],
     signal: AbortSignal,
+    origin: string | undefined,
   ): Promise<CallResult[]> {
     const toRun = planned.filter((p) => p.decision.kind === 'run');
     const ran = await executeCalls({
@@ -474,6 +485,7 @@ export class Engine implements Dispatcher {
           typeof p.args.timeoutMs === 'number' && p.name === 'run_command'
             ? p.args.timeoutMs
             : (p.spec?.timeoutMs ?? 60_000),
+        ...(origin ? { origin } : {}),
       }),
       ...(this.options.hooks?.execute ? { observe: this.options.hooks.execute } : {}),
     });
@@ -584,11 +596,26 @@ export class Engine implements Dispatcher {
   async close(): Promise<void> {
     this.draining = true;
     clearInterval(this.recoveryTimer);
+    // Every round is finished (drained): off the coordinators' lists, so nobody adopts an empty one.
+    const ledger = this.options.ledger;
+    if (ledger) await settleWithin(ledger.leave(this.coordinatorId), 1_000);
     await this.confirmations.close();
     await this.executor.close();
     await this.events.close();
     await this.store.close();
   }
+}
+
+/** The `round.started` data: the round, its run, and each call's id and tool name (run_tool unwrapped). */
+function startedData(ref: RoundRef, calls: readonly NormalCall[]): Record<string, unknown> {
+  return {
+    round: ref.round,
+    run: ref.run,
+    calls: calls.map((c) => ({
+      id: c.id,
+      name: c.name === 'run_tool' && typeof c.args?.name === 'string' ? c.args.name : c.name,
+    })),
+  };
 }
 
 /** A pass-1 decision as the ledger stores it (the spec is re-read from the catalog on resume). */
@@ -621,4 +648,16 @@ function followerResult(p: PlannedCall, leader: CallResult, round: string): Call
   if (leader.error) copy.error = leader.error;
   if (leader.output !== undefined) copy.output = leader.output;
   return copy;
+}
+
+/** Waits for `p` (ignoring how it ends), at most `ms`. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    p.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -1,8 +1,7 @@
 import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import type { DispatchEvent, EventBus, EventName } from './events.js';
 import { publishEventsScript } from './store/lua/publishEvents-1.lua.js';
-import { runScript } from './store/lua/script.js';
-import { duplicateClient, type RedisClient } from './store/redis.js';
+import { duplicateClient, type RedisClient, runScript } from './store/lua/script.js';
 
 export interface RedisEventBusOptions {
   /** A connection the caller owns; each subscription duplicates it for its blocking reads. */
@@ -36,14 +35,14 @@ export class RedisEventBus implements EventBus {
   private readonly stops = new Set<() => void>();
   /** Each live subscription's stream key and the id of the last entry it read. */
   private readonly cursors = new Map<() => void, { key: string; cursor: () => string }>();
-  /** When this process last pushed back each stream's TTL. */
-  private readonly expiredAt = new Map<string, number>();
+  private readonly writer: EventStreamWriter;
 
   constructor(options: RedisEventBusOptions) {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
     this.replayMs = options.replayMs ?? EVENT_REPLAY_MS;
     this.blockMs = options.blockMs ?? 5_000;
+    this.writer = new EventStreamWriter(this.keys, this.replayMs);
   }
 
   async publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void> {
@@ -55,19 +54,10 @@ export class RedisEventBus implements EventBus {
     events: readonly { name: EventName; data: Record<string, unknown> }[],
   ): Promise<void> {
     if (events.length === 0) return;
-    const key = this.keys.events(session);
-    const now = Date.now();
-    const minId = String(Math.max(0, now - this.replayMs));
-    // An abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back
-    // to replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
-    const refresh = now - (this.expiredAt.get(key) ?? 0) >= EXPIRE_SLACK_MS;
+    const write = this.writer.prepare(session);
     const pairs = events.flatMap((e) => [e.name, JSON.stringify(e.data)]);
-    const args = [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0', ...pairs];
-    await runScript(this.redis, publishEventsScript, [key], args);
-    if (refresh) {
-      if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
-      this.expiredAt.set(key, now);
-    }
+    await runScript(this.redis, publishEventsScript, [write.key], [...write.args, ...pairs]);
+    write.done();
   }
 
   async subscribe(
@@ -147,6 +137,40 @@ export class RedisEventBus implements EventBus {
   /** Ends every subscription; the caller's connection stays open. */
   async close(): Promise<void> {
     for (const stop of [...this.stops]) stop();
+  }
+}
+
+/**
+ * What appending to a session's event stream takes besides the events (for publishEvents-1.lua
+ * and the round scripts that append their own events): the stream key, and as script arguments
+ * the MINID of the replay window, the stream's TTL, and whether to push that TTL back. An
+ * abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back to
+ * replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
+ */
+export class EventStreamWriter {
+  /** When this process last pushed back each stream's TTL. */
+  private readonly expiredAt = new Map<string, number>();
+
+  constructor(
+    private readonly keys: RedisKeys,
+    private readonly replayMs: number = EVENT_REPLAY_MS,
+  ) {}
+
+  /** `args` are MINID, TTL ms and "1"/"0" (refresh); call `done` once the script ran. */
+  prepare(session: string): { key: string; args: [string, number, string]; done(): void } {
+    const key = this.keys.events(session);
+    const now = Date.now();
+    const minId = String(Math.max(0, now - this.replayMs));
+    const refresh = now - (this.expiredAt.get(key) ?? 0) >= EXPIRE_SLACK_MS;
+    return {
+      key,
+      args: [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0'],
+      done: () => {
+        if (!refresh) return;
+        if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
+        this.expiredAt.set(key, now);
+      },
+    };
   }
 }
 

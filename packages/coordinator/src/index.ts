@@ -15,7 +15,7 @@ export { MemoryEventBus } from './events-memory.js';
 export { RedisEventBus } from './events-redis.js';
 export type { BuildServerOptions } from './http/server.js';
 export { buildServer } from './http/server.js';
-export type { RoundLedger, RoundProgress, RoundRef } from './ledger.js';
+export type { RoundLedger, RoundRef, StoredPlanned } from './ledger.js';
 export { MemoryLedger } from './ledger.js';
 export { LocalExecutor } from './local-executor.js';
 export { CoordinatorMetrics } from './metrics.js';

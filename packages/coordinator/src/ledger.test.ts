@@ -21,41 +21,60 @@ describe.each([
   ['MemoryLedger', () => new MemoryLedger() as RoundLedger],
   ['RedisLedger', () => new RedisLedger(redis, randomPrefix()) as RoundLedger],
 ])('%s', (_name, make) => {
-  const ref = { session: 's1', run: 'r1', round: 'rnd_1' };
+  const r1 = { session: 's1', run: 'r1', round: 'rnd_1' };
+  const r2 = { session: 's2', run: 'r1', round: 'rnd_2' };
 
-  it('lets nobody take over a round whose lease is still held', async () => {
+  it('lets nobody adopt the rounds of a coordinator whose lease is held', async () => {
     const ledger = make();
-    expect(await ledger.claim(ref, 'a', 10_000, false)).toBe(true);
-    expect(await ledger.claim(ref, 'b', 10_000, true)).toBe(false);
-    expect(await ledger.lapsed(Date.now(), 10)).toEqual([]);
+    await ledger.heartbeat('a', 10_000, []);
+    await ledger.track(r1, 'a');
+    expect(await ledger.adoptLapsed('b', Date.now())).toBeNull();
   });
 
-  it('lists a lapsed lease and gives it to exactly one claimer', async () => {
+  it("gives a lapsed coordinator's rounds to exactly one adopter, and only once", async () => {
     const ledger = make();
-    await ledger.claim(ref, 'a', 20, false);
+    await ledger.heartbeat('a', 20, []);
+    await ledger.track(r1, 'a');
+    await ledger.track(r2, 'a');
     await sleep(40);
-    expect(await ledger.lapsed(Date.now(), 10)).toEqual([ref]);
-    const claims = await Promise.all([ledger.claim(ref, 'b', 10_000, true), ledger.claim(ref, 'c', 10_000, true)]);
-    expect(claims.filter(Boolean)).toHaveLength(1);
+    const now = Date.now();
+    const adopted = await Promise.all([ledger.adoptLapsed('b', now), ledger.adoptLapsed('c', now)]);
+    const winners = adopted.filter((x) => x !== null);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]?.from).toBe('a');
+    expect(winners[0]?.rounds.sort((x, y) => x.round.localeCompare(y.round))).toEqual([r1, r2]);
+    expect(await ledger.adoptLapsed('c', Date.now())).toBeNull();
   });
 
-  it('renews only for the owner, and not after another coordinator took the round', async () => {
+  it('hands adopted rounds on again when the adopter dies in turn', async () => {
     const ledger = make();
-    await ledger.claim(ref, 'a', 20, false);
-    expect(await ledger.renew(ref, 'a', 20)).toBe(true);
+    await ledger.heartbeat('a', 20, []);
+    await ledger.track(r1, 'a');
+    await ledger.heartbeat('b', 20, []);
     await sleep(40);
-    expect(await ledger.claim(ref, 'b', 10_000, true)).toBe(true);
-    expect(await ledger.renew(ref, 'a', 10_000)).toBe(false);
-    expect(await ledger.renew(ref, 'b', 10_000)).toBe(true);
+    // b adopts a's round (b's own lease lapsed too, but nobody adopts itself), then b lapses.
+    const first = await ledger.adoptLapsed('b', Date.now());
+    expect(first?.from).toBe('a');
+    const second = await ledger.adoptLapsed('c', Date.now());
+    expect(second).toEqual({ from: 'b', rounds: [r1] });
   });
 
-  it('keeps progress until release, and a released round is no longer listed', async () => {
+  it('takes finished rounds off the list with the next heartbeat', async () => {
     const ledger = make();
-    await ledger.claim(ref, 'a', 10, false);
-    await ledger.save(ref, { phase: 'commit', calls: [{ id: 'x' }], results: [] });
-    expect(await ledger.load(ref)).toEqual({ phase: 'commit', calls: [{ id: 'x' }], results: [] });
-    await ledger.release(ref);
-    await sleep(20);
-    expect(await ledger.lapsed(Date.now(), 10)).toEqual([]);
+    await ledger.heartbeat('a', 20, []);
+    await ledger.track(r1, 'a');
+    await ledger.track(r2, 'a');
+    await ledger.heartbeat('a', 20, [r1]);
+    await sleep(40);
+    expect(await ledger.adoptLapsed('b', Date.now())).toEqual({ from: 'a', rounds: [r2] });
+  });
+
+  it('forgets a coordinator that left', async () => {
+    const ledger = make();
+    await ledger.heartbeat('a', 20, []);
+    await ledger.track(r1, 'a');
+    await ledger.leave('a');
+    await sleep(40);
+    expect(await ledger.adoptLapsed('b', Date.now())).toBeNull();
   });
 });

@@ -1,4 +1,3 @@
-import type { CallResult } from '@tool-dispatch/shared';
 import type { NormalCall } from './normalize-call.js';
 import type { Decision } from './preflight.js';
 
@@ -22,76 +21,72 @@ export interface StoredPlanned {
 }
 
 /**
- * How far a round got, so another coordinator can finish it (DESIGN.md distributed shape):
- * `preflight` (only the calls are known), `execute` (pass 1 and the gate are decided), or
- * `commit` (every result is known).
- */
-export interface RoundProgress {
-  phase: 'preflight' | 'execute' | 'commit';
-  calls: unknown[];
-  planned?: StoredPlanned[];
-  results?: CallResult[];
-}
-
-/**
- * Leases on running rounds plus their stored progress. The owner renews its lease while it works;
- * a lease that lapses (its coordinator died) may be claimed by any coordinator, which resumes the
- * round from its progress. Claiming is atomic, so one coordinator at a time owns a round.
+ * Which coordinators are alive, and the rounds each is running, so the rounds of one that died
+ * are found and finished by another (DESIGN.md distributed shape). A coordinator renews one
+ * lease for itself (not one per round); a round is listed under its owner before it begins and
+ * comes off the list with a later heartbeat once finished. The round itself (its calls, its
+ * owner, for fencing) lives in the Store (`beginRound`, `takeRound`, `commitRound`).
  */
 export interface RoundLedger {
-  /** Takes the lease (a new round: unconditionally; a takeover: only when lapsed). */
-  claim(ref: RoundRef, owner: string, leaseMs: number, onlyIfLapsed: boolean): Promise<boolean>;
-  /** Extends the lease while `owner` still holds it; false when it was lost. */
-  renew(ref: RoundRef, owner: string, leaseMs: number): Promise<boolean>;
-  release(ref: RoundRef): Promise<void>;
-  /** Rounds whose lease lapsed before `now`, oldest first. */
-  lapsed(now: number, limit: number): Promise<RoundRef[]>;
-  save(ref: RoundRef, progress: RoundProgress): Promise<void>;
-  load(ref: RoundRef): Promise<RoundProgress | null>;
+  /** Keeps `owner` alive for `leaseMs` more, and takes the rounds it finished off its list. */
+  heartbeat(owner: string, leaseMs: number, finished: readonly RoundRef[]): Promise<void>;
+  /** Lists a round under its owner (before the round is begun). */
+  track(ref: RoundRef, owner: string): Promise<void>;
+  /**
+   * Adopts the list of one coordinator whose lease lapsed before `now` onto `owner`'s, atomically
+   * (so one adopter gets each round); null when no lease lapsed.
+   */
+  adoptLapsed(owner: string, now: number): Promise<{ from: string; rounds: RoundRef[] } | null>;
+  /** A coordinator leaving with every round finished: it and its list go. */
+  leave(owner: string): Promise<void>;
 }
 
-const refKey = (r: RoundRef) => `${r.session}|${r.run}|${r.round}`;
+/** `session|run|round` (ids never contain `|`). */
+export const roundMember = (r: RoundRef) => `${r.session}|${r.run}|${r.round}`;
 
-/** In-process ledger (tests, and a single embedded process where no takeover can happen). */
+export function parseRoundMember(member: string): RoundRef | undefined {
+  const [session, run, round] = member.split('|');
+  return session && run && round ? { session, run, round } : undefined;
+}
+
+/** In-process ledger (tests; a single embedded process has nobody to take over from). */
 export class MemoryLedger implements RoundLedger {
-  private readonly leases = new Map<string, { ref: RoundRef; owner: string; until: number }>();
-  private readonly progress = new Map<string, RoundProgress>();
+  private readonly alive = new Map<string, number>();
+  private readonly lists = new Map<string, Map<string, RoundRef>>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  async claim(ref: RoundRef, owner: string, leaseMs: number, onlyIfLapsed: boolean): Promise<boolean> {
-    const held = this.leases.get(refKey(ref));
-    if (onlyIfLapsed && (!held || held.until >= this.now())) return false;
-    this.leases.set(refKey(ref), { ref, owner, until: this.now() + leaseMs });
-    return true;
+  private list(owner: string): Map<string, RoundRef> {
+    let list = this.lists.get(owner);
+    if (!list) {
+      list = new Map();
+      this.lists.set(owner, list);
+    }
+    return list;
   }
 
-  async renew(ref: RoundRef, owner: string, leaseMs: number): Promise<boolean> {
-    const held = this.leases.get(refKey(ref));
-    if (!held || held.owner !== owner) return false;
-    held.until = this.now() + leaseMs;
-    return true;
+  async heartbeat(owner: string, leaseMs: number, finished: readonly RoundRef[]): Promise<void> {
+    this.alive.set(owner, this.now() + leaseMs);
+    for (const r of finished) this.lists.get(owner)?.delete(roundMember(r));
   }
 
-  async release(ref: RoundRef): Promise<void> {
-    this.leases.delete(refKey(ref));
-    this.progress.delete(refKey(ref));
+  async track(ref: RoundRef, owner: string): Promise<void> {
+    this.list(owner).set(roundMember(ref), ref);
   }
 
-  async lapsed(now: number, limit: number): Promise<RoundRef[]> {
-    return [...this.leases.values()]
-      .filter((l) => l.until < now)
-      .sort((a, b) => a.until - b.until)
-      .slice(0, limit)
-      .map((l) => l.ref);
+  async adoptLapsed(owner: string, now: number): Promise<{ from: string; rounds: RoundRef[] } | null> {
+    const lapsed = [...this.alive].filter(([id, until]) => id !== owner && until < now).sort((a, b) => a[1] - b[1]);
+    const from = lapsed[0]?.[0];
+    if (from === undefined) return null;
+    this.alive.delete(from);
+    const rounds = [...(this.lists.get(from)?.values() ?? [])];
+    this.lists.delete(from);
+    for (const r of rounds) this.list(owner).set(roundMember(r), r);
+    return { from, rounds };
   }
 
-  async save(ref: RoundRef, progress: RoundProgress): Promise<void> {
-    this.progress.set(refKey(ref), structuredClone(progress));
-  }
-
-  async load(ref: RoundRef): Promise<RoundProgress | null> {
-    const p = this.progress.get(refKey(ref));
-    return p ? structuredClone(p) : null;
+  async leave(owner: string): Promise<void> {
+    this.alive.delete(owner);
+    this.lists.delete(owner);
   }
 }

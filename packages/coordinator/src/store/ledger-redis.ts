@@ -1,67 +1,53 @@
-import { tryParseJson } from '@tool-dispatch/shared';
-import type { RoundLedger, RoundProgress, RoundRef } from '../ledger.js';
-import { claimRoundScript, renewRoundScript } from './lua/claimRound-2.lua.js';
+import { parseRoundMember, type RoundLedger, type RoundRef, roundMember } from '../ledger.js';
+import { adoptScript, heartbeatScript } from './lua/coordinatorLease-2.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
 
-/** How long a finished or abandoned round's progress is kept. */
-const PROGRESS_TTL_MS = 24 * 60 * 60_000;
+/** How long the liveness set and a coordinator's round list outlive its last heartbeat. */
+const LIST_TTL_MS = 24 * 60 * 60_000;
+/** Lapsed coordinators looked at per adoption attempt. */
+const SCAN = 10;
 
 /**
- * Round leases in Redis: a sorted set of lease ends and a hash of owners under one `{r}` hash tag
- * (atomic claims on a cluster too); each round's progress under its session's tag.
+ * Coordinator leases and round lists in Redis, under one `{coordinators}` hash tag (adoption is
+ * one atomic script on a cluster too): a sorted set of lease ends, and a set of round members
+ * per coordinator.
  */
 export class RedisLedger implements RoundLedger {
-  private readonly leases: string;
-  private readonly owners: string;
+  private readonly alive: string;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
-    this.leases = `${prefix}:{r}:leases`;
-    this.owners = `${prefix}:{r}:owners`;
+    this.alive = `${prefix}:{coordinators}:alive`;
   }
 
-  private member(r: RoundRef): string {
-    return `${r.session}|${r.run}|${r.round}`;
+  private list(owner: string): string {
+    return `${this.prefix}:{coordinators}:rounds:${owner}`;
   }
 
-  private progressKey(r: RoundRef): string {
-    return `${this.prefix}:{s:${r.session}}:progress:${r.run}:${r.round}`;
+  async heartbeat(owner: string, leaseMs: number, finished: readonly RoundRef[]): Promise<void> {
+    const args = [owner, Date.now() + leaseMs, LIST_TTL_MS, ...finished.map(roundMember)];
+    await runScript(this.redis, heartbeatScript, [this.alive, this.list(owner)], args);
   }
 
-  async claim(ref: RoundRef, owner: string, leaseMs: number, onlyIfLapsed: boolean): Promise<boolean> {
-    const args = [this.member(ref), owner, Date.now(), leaseMs, onlyIfLapsed ? '1' : '0'];
-    return (await runScript(this.redis, claimRoundScript, [this.leases, this.owners], args)) === 1;
+  async track(ref: RoundRef, owner: string): Promise<void> {
+    await this.redis.sadd(this.list(owner), roundMember(ref));
   }
 
-  async renew(ref: RoundRef, owner: string, leaseMs: number): Promise<boolean> {
-    const args = [this.member(ref), owner, Date.now(), leaseMs];
-    return (await runScript(this.redis, renewRoundScript, [this.leases, this.owners], args)) === 1;
+  async adoptLapsed(owner: string, now: number): Promise<{ from: string; rounds: RoundRef[] } | null> {
+    const lapsed = await this.redis.zrangebyscore(this.alive, '-inf', `(${now}`, 'LIMIT', 0, SCAN);
+    for (const from of lapsed) {
+      if (from === owner) continue;
+      const keys = [this.alive, this.list(from), this.list(owner)];
+      const members = (await runScript(this.redis, adoptScript, keys, [from, now, LIST_TTL_MS])) as string[] | null;
+      if (!members) continue; // renewed, or another coordinator adopted it first
+      return { from, rounds: members.map(parseRoundMember).filter((r) => r !== undefined) };
+    }
+    return null;
   }
 
-  async release(ref: RoundRef): Promise<void> {
-    const m = this.member(ref);
-    await Promise.all([
-      this.redis.multi().zrem(this.leases, m).hdel(this.owners, m).exec(),
-      this.redis.pexpire(this.progressKey(ref), 60_000),
-    ]);
-  }
-
-  async lapsed(now: number, limit: number): Promise<RoundRef[]> {
-    const members = await this.redis.zrangebyscore(this.leases, '-inf', `(${now}`, 'LIMIT', 0, limit);
-    return members.flatMap((m) => {
-      const [session, run, round] = m.split('|');
-      return session && run && round ? [{ session, run, round }] : [];
-    });
-  }
-
-  async save(ref: RoundRef, progress: RoundProgress): Promise<void> {
-    await this.redis.set(this.progressKey(ref), JSON.stringify(progress), 'PX', PROGRESS_TTL_MS);
-  }
-
-  async load(ref: RoundRef): Promise<RoundProgress | null> {
-    const p = tryParseJson(await this.redis.get(this.progressKey(ref)));
-    return p && typeof p === 'object' ? (p as RoundProgress) : null;
+  async leave(owner: string): Promise<void> {
+    await this.redis.multi().zrem(this.alive, owner).del(this.list(owner)).exec();
   }
 }

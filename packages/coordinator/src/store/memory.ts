@@ -1,8 +1,10 @@
+import type { StoredPlanned } from '../ledger.js';
 import { getOrCreate } from '../maps.js';
 import type {
   BeginRound,
   CachedResult,
   CommitItem,
+  CommittedRound,
   DedupeEntry,
   DedupeInvalidation,
   HistoryEntry,
@@ -10,18 +12,29 @@ import type {
   RoundResponse,
   SessionState,
   Store,
+  TakenRound,
 } from './store.js';
+
+/** A round as kept here: its record, plus what a takeover needs. */
+interface KeptRound extends RoundRecord {
+  owner?: string;
+  origin?: string;
+  calls?: unknown[];
+  planned?: StoredPlanned[];
+}
 
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** The embedded-mode Store: plain maps in this process, with the same rules as RedisStore. */
 export class MemoryStore implements Store {
+  /** The engine publishes the round's events on its EventBus. */
+  readonly appendsEvents = false;
   private readonly sessions = new Map<string, SessionState>();
   private readonly dedupe = new Map<string, Map<string, DedupeEntry>>();
   private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
   private readonly histories = new Map<string, HistoryEntry[]>();
   private readonly committed = new Set<string>();
-  private readonly rounds = new Map<string, RoundRecord>();
+  private readonly rounds = new Map<string, KeptRound>();
   private readonly idempotency = new Map<string, string>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -148,6 +161,8 @@ export class MemoryStore implements Store {
     round: string;
     idempotencyKey: string | undefined;
     callsHash: string;
+    owner?: string;
+    calls?: unknown[];
   }): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const state = this.sessions.get(session);
@@ -160,8 +175,54 @@ export class MemoryStore implements Store {
       this.idempotency.set(`${session}\u0000${run}\u0000${idempotencyKey}`, round);
     }
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
-    this.rounds.set(`${session}\u0000${run}\u0000${round}`, record);
+    const kept: KeptRound = input.owner ? { ...record, owner: input.owner, calls: clone(input.calls ?? []) } : record;
+    this.rounds.set(`${session}\u0000${run}\u0000${round}`, kept);
     return { kind: 'new', record: clone(record), session: clone(state) };
+  }
+
+  async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    if (r?.state === 'done') return { kind: 'done' };
+    if (!r?.calls) return { kind: 'missing' };
+    const taken: TakenRound = { kind: 'taken', calls: clone(r.calls), origin: r.origin ?? r.owner ?? '' };
+    if (r.planned) taken.planned = clone(r.planned);
+    r.origin = taken.origin;
+    r.owner = owner;
+    return taken;
+  }
+
+  async saveDecisions(
+    session: string,
+    run: string,
+    round: string,
+    owner: string,
+    planned: StoredPlanned[],
+  ): Promise<boolean> {
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    if (r?.state !== 'running' || r.owner !== owner) return false;
+    r.planned = clone(planned);
+    return true;
+  }
+
+  async commitRound(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    round: string;
+    owner?: string;
+    items: readonly CommitItem[];
+    response: RoundResponse;
+  }): Promise<CommittedRound> {
+    const r = this.rounds.get(`${input.session}\u0000${input.run}\u0000${input.round}`);
+    if (r?.state === 'done' || (input.owner && r?.owner && r.owner !== input.owner)) return { fenced: true };
+    const recorded = await this.commitResults(input);
+    if (r) {
+      r.state = 'done';
+      r.response = clone(input.response);
+      delete r.calls;
+      delete r.planned;
+    }
+    return { fenced: false, recorded };
   }
 
   async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {
@@ -173,7 +234,9 @@ export class MemoryStore implements Store {
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
     const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
-    return r ? clone(r) : null;
+    if (!r) return null;
+    const { owner: _owner, origin: _origin, calls: _calls, planned: _planned, ...record } = r;
+    return clone(record);
   }
 
   async ping(): Promise<boolean> {

@@ -1,15 +1,20 @@
 import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import { EventStreamWriter } from '../events-redis.js';
+import type { StoredPlanned } from '../ledger.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
-import { beginRoundScript } from './lua/beginRound-3.lua.js';
+import { beginRoundScript } from './lua/beginRound-4.lua.js';
 import { commitResultsScript } from './lua/commitResults-5.lua.js';
+import { commitRoundScript } from './lua/commitRound-7.lua.js';
 import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
 import { finishRoundScript } from './lua/finishRound-1.lua.js';
 import { recordResultScript } from './lua/recordResult-4.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
+import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
   CachedResult,
   CommitItem,
+  CommittedRound,
   DedupeEntry,
   DedupeInvalidation,
   HistoryEntry,
@@ -17,7 +22,9 @@ import type {
   RoundResponse,
   SessionState,
   Store,
+  TakenRound,
 } from './store.js';
+import { toolResultData } from './store.js';
 
 export type { RedisClient } from './lua/script.js';
 export { duplicateClient } from './lua/script.js';
@@ -29,6 +36,11 @@ export interface RedisStoreOptions {
   prefix: string;
   /** Sliding TTL of every session-scoped key, refreshed on write (default 7 days). */
   sessionTtlMs?: number;
+  /**
+   * Append each round's events to the session's stream (the one RedisEventBus reads) within
+   * beginRound and commitRound, with this replay window; absent, the caller publishes them.
+   */
+  events?: { replayMs?: number };
 }
 
 /** Session fields kept in the `state` JSON; fetched and auto-approve live in their own hash fields. */
@@ -42,6 +54,8 @@ export class RedisStore implements Store {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly ttlMs: number;
+  private readonly events: EventStreamWriter | undefined;
+  readonly appendsEvents: boolean;
 
   constructor(options: RedisStoreOptions) {
     const ttl = options.sessionTtlMs ?? SESSION_TTL_MS;
@@ -49,6 +63,8 @@ export class RedisStore implements Store {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
     this.ttlMs = ttl;
+    this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
+    this.appendsEvents = this.events !== undefined;
   }
 
   async getSession(session: string): Promise<SessionState | null> {
@@ -172,44 +188,124 @@ export class RedisStore implements Store {
       k.dedupe(session, run),
       k.dedupeMeta(session, run),
     ];
+    const args = [this.ttlMs, ...this.itemArgs(session, items, keys)];
+    const reply = (await runScript(this.redis, commitResultsScript, keys, args)) as number[];
+    const recorded = items.map((_, i) => Number(reply[i]) === 1);
+    await this.putCachedItems(tenant, items, recorded);
+    return recorded;
+  }
+
+  async commitRound(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    round: string;
+    owner?: string;
+    items: readonly CommitItem[];
+    response: RoundResponse;
+    completed?: Record<string, unknown>;
+  }): Promise<CommittedRound> {
+    const { session, tenant, run, round, items } = input;
+    const k = this.keys;
+    const events = input.completed && this.events?.prepare(session);
+    const keys = [
+      k.round(session, run, round),
+      k.committed(session),
+      k.history(session),
+      k.session(session),
+      k.dedupe(session, run),
+      k.dedupeMeta(session, run),
+      k.events(session),
+    ];
+    const args = [
+      this.ttlMs,
+      input.owner ?? '',
+      JSON.stringify(input.response),
+      ...(events ? events.args : ['0', 0, '0']),
+      events ? JSON.stringify(input.completed) : '',
+      ...this.itemArgs(session, items, keys, { eventData: true }),
+    ];
+    const reply = (await runScript(this.redis, commitRoundScript, keys, args)) as number[] | string;
+    if (!Array.isArray(reply)) return { fenced: true };
+    events?.done();
+    const recorded = items.map((_, i) => Number(reply[i]) === 1);
+    await this.putCachedItems(tenant, items, recorded);
+    return { fenced: false, recorded };
+  }
+
+  /**
+   * The 7 script fields of each item (commitResults-5.lua), plus its tool.result data with
+   * `eventData` (commitRound-7.lua), adding each tool's history to `keys`.
+   */
+  private itemArgs(
+    session: string,
+    items: readonly CommitItem[],
+    keys: string[],
+    options: { eventData?: boolean } = {},
+  ): (string | number)[] {
     const toolKey = new Map<string, number>();
-    const args: (string | number)[] = [this.ttlMs];
+    const args: (string | number)[] = [];
     for (const item of items) {
       const tool = item.entry.name;
       let index = toolKey.get(tool);
       if (index === undefined) {
-        keys.push(k.toolHistory(session, tool));
+        keys.push(this.keys.toolHistory(session, tool));
         index = keys.length; // Lua's KEYS are 1-based
         toolKey.set(tool, index);
       }
       const d = item.dedupe;
-      const invalidations = item.invalidations?.length ? JSON.stringify(item.invalidations) : '';
-      // The 7 fields of one item, as commitResults-5.lua reads them.
-      const fields: [string, string, number, string, string, string, string] = [
+      args.push(
         `${item.entry.round}|${item.callIndex}`,
         JSON.stringify(item.entry),
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
         d ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
-        invalidations,
-      ];
-      args.push(...fields);
+        item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
+      );
+      if (options.eventData) args.push(JSON.stringify(toolResultData(item.entry)));
     }
-    const reply = (await runScript(this.redis, commitResultsScript, keys, args)) as number[];
-    const recorded = items.map((_, i) => Number(reply[i]) === 1);
-    // The cache is tenant-scoped (another hash slot): written after, for the calls recorded now.
+    return args;
+  }
+
+  /** The cache is tenant-scoped (another hash slot): written after the commit, for the items recorded now. */
+  private async putCachedItems(tenant: string, items: readonly CommitItem[], recorded: boolean[]): Promise<void> {
     const caching = items.filter((item, i) => recorded[i] && item.cache);
-    if (caching.length > 0) {
-      const pipeline = this.redis.pipeline();
-      for (const { cache } of caching) {
-        if (!cache) continue;
-        const px = Math.max(1, Math.ceil(cache.ttlMs));
-        pipeline.set(k.cache(tenant, cache.key), JSON.stringify(cache.value), 'PX', px);
-      }
-      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    if (caching.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const { cache } of caching) {
+      if (!cache) continue;
+      const px = Math.max(1, Math.ceil(cache.ttlMs));
+      pipeline.set(this.keys.cache(tenant, cache.key), JSON.stringify(cache.value), 'PX', px);
     }
-    return recorded;
+    for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+  }
+
+  async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
+    const reply = (await runScript(this.redis, takeRoundScript, [this.keys.round(session, run, round)], [owner])) as [
+      string,
+      string?,
+      (string | null)?,
+      string?,
+    ];
+    if (reply[0] === 'done') return { kind: 'done' };
+    const calls = tryParseJson(reply[1]);
+    if (reply[0] !== 'taken' || !Array.isArray(calls)) return { kind: 'missing' };
+    const planned = tryParseJson(reply[2] ?? undefined);
+    const taken: TakenRound = { kind: 'taken', calls, origin: reply[3] ?? '' };
+    if (Array.isArray(planned)) taken.planned = planned as StoredPlanned[];
+    return taken;
+  }
+
+  async saveDecisions(
+    session: string,
+    run: string,
+    round: string,
+    owner: string,
+    planned: StoredPlanned[],
+  ): Promise<boolean> {
+    const key = this.keys.round(session, run, round);
+    return Number(await runScript(this.redis, saveDecisionsScript, [key], [owner, JSON.stringify(planned)])) === 1;
   }
 
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {
@@ -224,18 +320,39 @@ export class RedisStore implements Store {
     round: string;
     idempotencyKey: string | undefined;
     callsHash: string;
+    owner?: string;
+    calls?: unknown[];
+    started?: Record<string, unknown>;
   }): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
+    const owner = input.owner ?? '';
+    const events = input.started && this.events?.prepare(session);
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: Date.now() };
     const { state: _state, ...stored } = record;
     const k = this.keys;
     const reply = (await runScript(
       this.redis,
       beginRoundScript,
-      [k.round(session, run, round), k.idempotency(session, run, idempotencyKey ?? '-'), k.session(session)],
-      [round, callsHash, JSON.stringify(stored), this.ttlMs, idempotencyKey === undefined ? '0' : '1'],
+      [
+        k.round(session, run, round),
+        k.idempotency(session, run, idempotencyKey ?? '-'),
+        k.session(session),
+        k.events(session),
+      ],
+      [
+        round,
+        callsHash,
+        JSON.stringify(stored),
+        this.ttlMs,
+        idempotencyKey === undefined ? '0' : '1',
+        owner,
+        owner ? JSON.stringify(input.calls ?? []) : '',
+        ...(events ? events.args : ['0', 0, '0']),
+        events ? JSON.stringify(input.started) : '',
+      ],
     )) as [string, (string | string[])?];
     const [kind, detail] = reply;
+    if (kind === 'new') events?.done();
     if (kind === 'no_session') return { kind };
     if (kind === 'new') {
       const state = Array.isArray(detail) ? sessionOf(fieldsToHash(detail)) : null;

@@ -1,5 +1,6 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StoredPlanned } from '../ledger.js';
 import type { CommitItem, DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
 
 /**
@@ -343,6 +344,93 @@ export function describeStoreContract(
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
         await store.finishRound('s1', 'r1', 'rnd_x', { round: 'rnd_x', results: [] });
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
+      });
+    });
+
+    describe('rounds a coordinator owns (takeover and fencing)', () => {
+      const calls = [{ id: 'c1', name: 'calculate', args: { expression: '1+1' } }];
+      const own = (round: string, owner: string) =>
+        store.beginRound({ session: 's1', run: 'r1', round, idempotencyKey: undefined, callsHash: '', owner, calls });
+      const commitBy = (round: string, owner: string, id = 'c1') =>
+        store.commitRound({
+          session: 's1',
+          tenant: 't1',
+          run: 'r1',
+          round,
+          owner,
+          items: [item(0, entry(round, id, 'calculate'))],
+          response: { round, results: [result(id, 'calculate')] },
+        });
+      const planned: StoredPlanned[] = [
+        {
+          call: { index: 0, id: 'c1', name: 'calculate', args: { expression: '1+1' } },
+          name: 'calculate',
+          args: { expression: '1+1' },
+          key: 'k',
+          dedupable: true,
+          cacheable: false,
+          decision: { kind: 'run', needsConfirm: false },
+        },
+      ];
+
+      beforeEach(async () => {
+        await store.putSession(session('s1'));
+      });
+
+      it('hands a running round to a new owner with its calls, and names the coordinator that began it', async () => {
+        await own('rnd_1', 'a');
+        expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'taken', calls, origin: 'a' });
+        // Taken again (b died too): the origin stays a, whose name holds the calls' outcomes.
+        expect(await store.takeRound('s1', 'r1', 'rnd_1', 'c')).toEqual({ kind: 'taken', calls, origin: 'a' });
+      });
+
+      it('fences out the owner before: its commit and its decisions write nothing', async () => {
+        await own('rnd_1', 'a');
+        await store.takeRound('s1', 'r1', 'rnd_1', 'b');
+        expect(await store.saveDecisions('s1', 'r1', 'rnd_1', 'a', planned)).toBe(false);
+        expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: true });
+        expect(await store.history('s1')).toEqual([]);
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'running' });
+        expect(await commitBy('rnd_1', 'b')).toEqual({ fenced: false, recorded: [true] });
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({
+          state: 'done',
+          response: { round: 'rnd_1', results: [result('c1', 'calculate')] },
+        });
+      });
+
+      it('keeps the decisions of its owner for the next one', async () => {
+        await own('rnd_1', 'a');
+        expect(await store.saveDecisions('s1', 'r1', 'rnd_1', 'a', planned)).toBe(true);
+        expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'taken', calls, planned, origin: 'a' });
+      });
+
+      it('commits a round once: a second commit of a done round is fenced', async () => {
+        await own('rnd_1', 'a');
+        expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: false, recorded: [true] });
+        expect(await commitBy('rnd_1', 'a', 'c2')).toEqual({ fenced: true });
+        expect((await store.history('s1')).map((e) => e.id)).toEqual(['c1']);
+        expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'done' });
+      });
+
+      it('has nothing to hand over for a round never begun, or begun without an owner', async () => {
+        expect(await store.takeRound('s1', 'r1', 'rnd_x', 'b')).toEqual({ kind: 'missing' });
+        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_2', idempotencyKey: undefined, callsHash: '' });
+        expect(await store.takeRound('s1', 'r1', 'rnd_2', 'b')).toEqual({ kind: 'missing' });
+      });
+
+      it('commits without fencing when no owner is given, and records the answer', async () => {
+        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_3', idempotencyKey: undefined, callsHash: '' });
+        const response = { round: 'rnd_3', results: [result('c1', 'calculate')] };
+        const out = await store.commitRound({
+          session: 's1',
+          tenant: 't1',
+          run: 'r1',
+          round: 'rnd_3',
+          items: [item(0, entry('rnd_3', 'c1', 'calculate'))],
+          response,
+        });
+        expect(out).toEqual({ fenced: false, recorded: [true] });
+        expect(await store.getRound('s1', 'r1', 'rnd_3')).toMatchObject({ state: 'done', response });
       });
     });
 

@@ -1,4 +1,5 @@
 import type { CallResult, ToolDefinition } from '@tool-dispatch/shared';
+import type { StoredPlanned } from '../ledger.js';
 
 /** What a session is made of (DESIGN.md vocabulary). Serialisable. */
 export interface SessionState {
@@ -23,6 +24,12 @@ export interface HistoryEntry extends CallResult {
   run: string;
   /** Commit time, ISO 8601. */
   at: string;
+}
+
+/** The `tool.result` event of a committed call: its result, with the round and run. */
+export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
+  const { round, run, at: _at, ...result } = entry;
+  return { round, run, ...result };
 }
 
 /** A successful result remembered for the run's dedupe map. */
@@ -81,6 +88,26 @@ export interface RoundResponse {
   results: CallResult[];
 }
 
+/** What a takeover finds of a round (`Store.takeRound`). */
+export type TakenRound =
+  /** Now the caller's: its calls, and pass 1's decisions when a person answered its confirmations. */
+  | {
+      kind: 'taken';
+      calls: unknown[];
+      planned?: StoredPlanned[];
+      /** The coordinator that began the round: its calls' outcomes are kept under its name. */
+      origin: string;
+    }
+  | { kind: 'done' }
+  /** No such round, or one begun without an owner (nothing to resume from). */
+  | { kind: 'missing' };
+
+/** What `Store.commitRound` did. */
+export type CommittedRound =
+  | { fenced: false; recorded: boolean[] }
+  /** The round is done or owned by another coordinator: nothing was written. */
+  | { fenced: true };
+
 export type BeginRound =
   | { kind: 'new'; record: RoundRecord; session: SessionState }
   | { kind: 'existing'; record: RoundRecord }
@@ -92,6 +119,12 @@ export type BeginRound =
  * MemoryStore and RedisStore both pass `store.contract.ts`.
  */
 export interface Store {
+  /**
+   * True when `beginRound` and `commitRound` append the round's events (`round.started`;
+   * `tool.result` per call recorded now, then `round.completed`) to the session's event stream
+   * themselves, in the same step; otherwise the caller publishes them.
+   */
+  readonly appendsEvents: boolean;
   getSession(session: string): Promise<SessionState | null>;
   putSession(state: SessionState): Promise<void>;
   /** Adds names to the session's fetched set (no-op for names already there). */
@@ -134,7 +167,8 @@ export interface Store {
    * Starts a round of an existing session under an idempotency key (or a fresh one when key is
    * undefined): `new` (with the session as it is now) when the key is unused, `existing` when it
    * names a round with the same calls, `conflict` otherwise; `no_session`, writing nothing, when
-   * the session does not exist.
+   * the session does not exist. With `owner`, the round is recorded as that coordinator's, with
+   * its `calls`, so another coordinator can take it over (`takeRound`).
    */
   beginRound(input: {
     session: string;
@@ -142,7 +176,37 @@ export interface Store {
     round: string;
     idempotencyKey: string | undefined;
     callsHash: string;
+    owner?: string;
+    calls?: unknown[];
+    /** The `round.started` data, appended for a new round when `appendsEvents`. */
+    started?: Record<string, unknown>;
   }): Promise<BeginRound>;
+  /**
+   * Makes `owner` the owner of a running round (its previous owner is fenced out: its
+   * `commitRound` and `saveDecisions` write nothing) and returns what is needed to finish it.
+   */
+  takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound>;
+  /**
+   * Keeps pass 1's decisions of a round whose confirmations a person answered, so a takeover
+   * does not ask again; false (nothing stored) when `owner` no longer owns the running round.
+   */
+  saveDecisions(session: string, run: string, round: string, owner: string, planned: StoredPlanned[]): Promise<boolean>;
+  /**
+   * Pass 3 and the round's answer in one step: `commitResults` over the items, then the round
+   * done with `response`. With `owner`, fenced: when the round is done or another coordinator
+   * owns it, nothing is written.
+   */
+  commitRound(input: {
+    session: string;
+    tenant: string;
+    run: string;
+    round: string;
+    owner?: string;
+    items: readonly CommitItem[];
+    response: RoundResponse;
+    /** The `round.completed` data; with it and `appendsEvents`, the round's events are appended. */
+    completed?: Record<string, unknown>;
+  }): Promise<CommittedRound>;
   finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void>;
   getRound(session: string, run: string, round: string): Promise<RoundRecord | null>;
 

@@ -1,5 +1,21 @@
 import { defineScript } from './script.js';
 
+/**
+ * Lua: `appendEvent` adds one event to a session's stream, trimmed (approximately) to MINID
+ * `minId`; `keepEvents` sets the stream's TTL when `refresh` is "1" or it has none. Shared by
+ * publishEvents and the round scripts that append their events themselves.
+ */
+export const APPEND_EVENTS_LUA = `
+local function appendEvent(key, minId, name, data)
+  redis.call('XADD', key, 'MINID', '~', minId, '*', 'name', name, 'data', data)
+end
+local function keepEvents(key, ttl, refresh)
+  if refresh == '1' or redis.call('PTTL', key) < 0 then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+`;
+
 /** Appends events to a session's stream in order, trimmed to the replay window, in one step. */
 export const publishEventsScript = defineScript(
   'publishEvents',
@@ -11,14 +27,13 @@ export const publishEventsScript = defineScript(
   ARGV[4..] name, data JSON: one pair per event
   Returns the number of events added.
 ]]
+${APPEND_EVENTS_LUA}
 local added = 0
 for i = 4, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[1], '*', 'name', ARGV[i], 'data', ARGV[i + 1])
+  appendEvent(KEYS[1], ARGV[1], ARGV[i], ARGV[i + 1])
   added = added + 1
 end
-if ARGV[3] == '1' or redis.call('PTTL', KEYS[1]) < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
+keepEvents(KEYS[1], ARGV[2], ARGV[3])
 return added
 `,
 );

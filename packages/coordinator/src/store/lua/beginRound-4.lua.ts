@@ -1,18 +1,24 @@
+import { APPEND_EVENTS_LUA } from './publishEvents-1.lua.js';
 import { defineScript } from './script.js';
 
 /** Starts a round of an existing session, claiming its idempotency key atomically with creating the round record. */
 export const beginRoundScript = defineScript(
   'beginRound',
-  3,
+  4,
   `--[[
   Starts a round under an idempotency key, or reports the round that already holds the key.
   KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
   KEYS[3] session (HASH; read, and its TTL refreshed)
   ARGV[1] round id  ARGV[2] calls hash  ARGV[3] record JSON  ARGV[4] TTL ms
   ARGV[5] "1" when an idempotency key is used
+  ARGV[6] the coordinator running the round ("" for none)  ARGV[7] the round's calls as JSON ("" for none),
+  kept (as fields owner and calls) so another coordinator can take the round over
+  KEYS[4] the session's events (STREAM)  ARGV[8] MINID  ARGV[9] events TTL ms  ARGV[10] "1" to push the TTL back
+  ARGV[11] round.started data JSON ("" to append no event)
   Returns {"new", <session HGETALL>}, {"existing" | "conflict", <round id holding the key>},
   or {"no_session"} (nothing written) when the session does not exist.
 ]]
+${APPEND_EVENTS_LUA}
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {'no_session'}
 end
@@ -31,8 +37,15 @@ if ARGV[5] == '1' then
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 'owner', ARGV[6], 'calls', ARGV[7])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
+if ARGV[11] ~= '' then
+  appendEvent(KEYS[4], ARGV[8], 'round.started', ARGV[11])
+  keepEvents(KEYS[4], ARGV[9], ARGV[10])
+end
 return {'new', redis.call('HGETALL', KEYS[3])}
 `,
 );
