@@ -1,6 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomPrefix, startRedis, type TestRedis } from '../../../../test/support/redis.js';
+import type { DispatchEvent } from '../events.js';
+import { RedisEventBus } from '../events-redis.js';
 import { RedisStore } from './redis.js';
 import { describeStoreContract } from './store.contract.js';
 
@@ -83,6 +85,72 @@ describe('RedisStore on Redis', () => {
       expect({ key, hasTtl: ttl > 0 }).toEqual({ key, hasTtl: true });
     }
     expect(keys.every((k) => /\{[st]:[^}]+\}/.test(k))).toBe(true);
+    await deleteKeys(prefix);
+  });
+
+  it("appends a round's events with its begin and its commit, to the stream RedisEventBus reads", async () => {
+    const prefix = randomPrefix();
+    const store = new RedisStore({ redis, prefix, events: {} });
+    const bus = new RedisEventBus({ redis, prefix });
+    expect(store.appendsEvents).toBe(true);
+    await store.putSession({
+      id: 's1',
+      provider: 'openai',
+      tenant: 't1',
+      autoApprove: [],
+      clientTools: [],
+      loaded: [],
+      fetched: [],
+      workspace: '/w',
+      createdAt: 1,
+      updatedAt: 1,
+    });
+    const seen: DispatchEvent[] = [];
+    const stop = await bus.subscribe('s1', undefined, (e) => seen.push(e));
+    const started = { round: 'rnd', run: 'r1', calls: [{ id: 'c1', name: 'calculate' }] };
+    const begin = (round: string, key: string) =>
+      store.beginRound({ session: 's1', run: 'r1', round, idempotencyKey: key, callsHash: 'h', owner: 'a', started });
+    expect((await begin('rnd', 'key')).kind).toBe('new');
+    // A retry under the same key begins nothing, and says nothing.
+    expect((await begin('rnd_2', 'key')).kind).toBe('existing');
+    const entry = (id: string) => ({
+      id,
+      name: 'calculate',
+      status: 'ok' as const,
+      output: 2,
+      durationMs: 1,
+      round: 'rnd',
+      run: 'r1',
+      at: 'x',
+    });
+    const commit = (owner: string) =>
+      store.commitRound({
+        session: 's1',
+        tenant: 't1',
+        run: 'r1',
+        round: 'rnd',
+        owner,
+        items: [
+          { callIndex: 0, entry: entry('c1') },
+          { callIndex: 1, entry: entry('c2') },
+        ],
+        response: { round: 'rnd', results: [] },
+        completed: { round: 'rnd', run: 'r1' },
+      });
+    // Fenced: another coordinator owns the round, so nothing is written, events neither.
+    expect(await commit('b')).toEqual({ fenced: true });
+    expect(await commit('a')).toEqual({ fenced: false, recorded: [true, true] });
+    const until = Date.now() + 5_000;
+    while (seen.length < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    stop();
+    expect(seen.map((e) => [e.name, e.data])).toEqual([
+      ['round.started', started],
+      ['tool.result', { round: 'rnd', run: 'r1', id: 'c1', name: 'calculate', status: 'ok', output: 2, durationMs: 1 }],
+      ['tool.result', { round: 'rnd', run: 'r1', id: 'c2', name: 'calculate', status: 'ok', output: 2, durationMs: 1 }],
+      ['round.completed', { round: 'rnd', run: 'r1' }],
+    ]);
+    expect(await redis.pttl(`${prefix}:{s:s1}:events`)).toBeGreaterThan(0);
+    await bus.close();
     await deleteKeys(prefix);
   });
 
