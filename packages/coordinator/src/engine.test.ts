@@ -152,6 +152,23 @@ describe('pass 1: pre-flight', () => {
       expect(t.ex.countOf('calculate')).toBe(1);
     });
 
+    it("reads the run's dedupe map with the round's begin, not in a step of its own", async () => {
+      const t = await setup();
+      let reads = 0;
+      const findDedupeMany = t.store.findDedupeMany.bind(t.store);
+      t.store.findDedupeMany = (...args) => {
+        reads++;
+        return findDedupeMany(...args);
+      };
+      await t.round([rt('calculate', { expression: '1+1' }, 'a')]);
+      const again = await t.round([
+        rt('calculate', { expression: '1+1' }, 'b'),
+        direct('read_files', { paths: ['x'] }),
+      ]);
+      expect(again.results[0]).toMatchObject({ status: 'deduped', dedupedFrom: 'a' });
+      expect(reads).toBe(0);
+    });
+
     it('keys on canonical args, so key order does not matter', async () => {
       const t = await setup();
       await t.round([rt('http_request', { url: 'http://x/', method: 'GET' })]);

@@ -14,6 +14,7 @@ import { Catalog, definitionProblem, sessionSpecs } from './catalog.js';
 import { storeRound } from './commit.js';
 import type { ConfirmHub, PendingConfirmation } from './confirm.js';
 import { MemoryConfirmHub } from './confirm-memory.js';
+import { isDedupable } from './dedupe.js';
 import {
   type CatalogView,
   type Dispatcher,
@@ -29,10 +30,10 @@ import type { RoundLedger, RoundRef, StoredPlanned } from './ledger.js';
 import { RunLimiter } from './limiter.js';
 import { getOrCreate } from './maps.js';
 import { type NormalCall, normalizeCall } from './normalize-call.js';
-import { type PlannedCall, preflight } from './preflight.js';
+import { type KnownKey, lookupKeys, type PlannedCall, preflight } from './preflight.js';
 import { buildToolsView, initiallyFetched, loadedSet } from './session.js';
 import { MemoryStore } from './store/memory.js';
-import type { HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
+import type { DedupeEntry, HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
 
 export interface EngineOptions {
   config: DispatchConfig;
@@ -81,6 +82,15 @@ interface Resume {
   planned?: StoredPlanned[];
   /** The coordinator that began the round (its calls' outcomes are under its name). */
   origin: string;
+}
+
+/** What a new round read before pass 1: its calls normalised, and the dedupe entries read with its begin. */
+interface ReadAhead {
+  calls: NormalCall[];
+  known: ReadonlyMap<NormalCall, KnownKey>;
+  /** The keys read, and the entries found under them. */
+  asked: ReadonlySet<string>;
+  dedupe: ReadonlyMap<string, DedupeEntry>;
 }
 
 interface ActiveRound {
@@ -191,6 +201,9 @@ export class Engine implements Dispatcher {
     const tracked = ledger?.track(ref, this.coordinatorId);
     tracked?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     const calls = input.calls.map(normalizeCall);
+    // The run's dedupe entries pass 1 will look up are read with the begin, in the same step.
+    const known = lookupKeys(calls, (name, args) => isDedupable(this.tools.get(name), name, args));
+    const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
     // One step: the session must exist, and is read with the round's start (and, where the store
     // appends events, round.started goes out with it).
     const begin = await this.store.beginRound({
@@ -202,6 +215,7 @@ export class Engine implements Dispatcher {
       callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(input.calls),
       ...(owner ? { owner, calls: input.calls } : {}),
       ...(this.store.appendsEvents ? { started: startedData(ref, calls) } : {}),
+      ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
     });
     await tracked;
     if (begin.kind !== 'new' && ledger) this.finished.push(ref);
@@ -213,8 +227,9 @@ export class Engine implements Dispatcher {
       );
     if (begin.kind === 'existing') return this.awaitRound(input.session, input.run, begin.record.round, input.signal);
     const state = begin.session;
+    const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
     return this.track(input.session, input.run, (controller) =>
-      this.runRound(state, ref, input.calls, controller, undefined, calls),
+      this.runRound(state, ref, input.calls, controller, undefined, read),
     );
   }
 
@@ -264,7 +279,7 @@ export class Engine implements Dispatcher {
     rawCalls: unknown[],
     controller: AbortController,
     resume?: Resume,
-    normalized?: NormalCall[],
+    read?: ReadAhead,
   ): Promise<RoundResponse> {
     const { session, run, round } = ref;
     const hooks = this.options.hooks;
@@ -273,7 +288,7 @@ export class Engine implements Dispatcher {
       let planned: PlannedCall[];
       if (resume?.planned) planned = this.restorePlanned(state, resume.planned);
       else {
-        const calls = normalized ?? rawCalls.map(normalizeCall);
+        const calls = read?.calls ?? rawCalls.map(normalizeCall);
         // round.started goes out while pass 1 reads (it only has to come before the round's other
         // events), unless the store appended it when the round began.
         const started =
@@ -281,8 +296,8 @@ export class Engine implements Dispatcher {
             ? undefined
             : this.events.publish(session, 'round.started', startedData(ref, calls));
         const pass1 = hooks?.pass
-          ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls))
-          : this.preflight(state, run, calls);
+          ? hooks.pass('preflight', ref, () => this.preflight(state, run, calls, read))
+          : this.preflight(state, run, calls, read);
         [, planned] = await Promise.all([started, pass1]);
         // A person's answers are kept, so a coordinator taking the round over does not ask again.
         if ((await this.gate(state, run, round, planned, controller.signal)) && owner)
@@ -388,6 +403,7 @@ export class Engine implements Dispatcher {
     state: SessionState,
     run: string,
     calls: ReturnType<typeof normalizeCall>[],
+    read: ReadAhead | undefined,
   ): Promise<PlannedCall[]> {
     const specs = sessionSpecs(this.tools, state.clientTools);
     const fetched = new Set(state.fetched);
@@ -399,7 +415,9 @@ export class Engine implements Dispatcher {
       specs,
       runnable: await this.runnable(state),
       autoApprove: state.autoApprove,
-      findDedupe: (keys) => this.store.findDedupeMany(state.id, run, keys),
+      ...(read ? { knownKeys: read.known } : {}),
+      findDedupe: async (keys) =>
+        read && keys.every((k) => read.asked.has(k)) ? read.dedupe : this.store.findDedupeMany(state.id, run, keys),
       findCached: (keys) => this.store.findCachedMany(state.tenant, keys),
     });
     const added = [...fetched].filter((n) => !before.has(n));

@@ -47,10 +47,47 @@ export interface PreflightInput {
   /** Tools with a registered handler (workers); never client tools, which the client runs. */
   runnable: ReadonlySet<string>;
   autoApprove: readonly string[] | 'all';
+  /** Keys worked out ahead of pass 1 (`lookupKeys`), reused where a call resolves the same way. */
+  knownKeys?: ReadonlyMap<NormalCall, KnownKey>;
   /** The run's dedupe entries under these keys (one read for the round). */
   findDedupe(keys: readonly string[]): Promise<ReadonlyMap<string, DedupeEntry>>;
   /** The tenant's live cached results under these keys (one read for the round). */
   findCached(keys: readonly string[]): Promise<ReadonlyMap<string, CachedResult>>;
+}
+
+/** A call's resolved name, args and key, worked out before pass 1 (`lookupKeys`). */
+export interface KnownKey {
+  name: string;
+  args: Record<string, unknown>;
+  key: string;
+}
+
+/**
+ * The keys of the calls pass 1 may look up in the run's dedupe map, worked out before the
+ * session is read so the round's begin reads them in the same step: each call resolved as
+ * steps 1 and 2 do with run_tool unwrapped, kept where `dedupable` says it may be deduped. A
+ * call pass 1 resolves otherwise (run_tool under claude-code, say) gets its key there, and pass
+ * 1 reads any key not read here itself.
+ */
+export function lookupKeys(
+  calls: readonly NormalCall[],
+  dedupable: (name: string, args: Record<string, unknown>) => boolean,
+): Map<NormalCall, KnownKey> {
+  const known = new Map<NormalCall, KnownKey>();
+  for (const call of calls) {
+    let { name, args } = call;
+    if (!args || name === '') continue;
+    if (name === 'run_tool') {
+      const inner = args.name;
+      if (typeof inner !== 'string' || inner === '' || inner === 'run_tool') continue;
+      const read = readArgs(args.args);
+      if ('problem' in read) continue;
+      name = inner;
+      args = read.args;
+    }
+    if (dedupable(name, args)) known.set(call, { name, args, key: callKey(name, args) });
+  }
+  return known;
 }
 
 const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): Decision => {
@@ -112,12 +149,13 @@ interface RoundState {
 function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
   const base = (name: string, args: Record<string, unknown>, decision: Decision): PlannedCall => {
     const spec = input.specs.get(name);
+    const known = input.knownKeys?.get(call);
     return {
       call,
       name,
       args,
       spec,
-      key: callKey(name, args),
+      key: known && known.name === name && known.args === args ? known.key : callKey(name, args),
       dedupable: isDedupable(spec, name, args),
       cacheable: isCacheable(spec, name, args),
       paths: pathsRead(name, args),

@@ -163,6 +163,7 @@ export class MemoryStore implements Store {
     callsHash: string;
     owner?: string;
     calls?: unknown[];
+    dedupeKeys?: readonly string[];
   }): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const state = this.sessions.get(session);
@@ -177,7 +178,13 @@ export class MemoryStore implements Store {
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
     const kept: KeptRound = input.owner ? { ...record, owner: input.owner, calls: clone(input.calls ?? []) } : record;
     this.rounds.set(`${session}\u0000${run}\u0000${round}`, kept);
-    return { kind: 'new', record: clone(record), session: clone(state) };
+    const entries = this.runDedupe(session, run);
+    const dedupe = new Map<string, DedupeEntry>();
+    for (const key of input.dedupeKeys ?? []) {
+      const e = entries.get(key);
+      if (e) dedupe.set(key, clone(e));
+    }
+    return { kind: 'new', record: clone(record), session: clone(state), dedupe };
   }
 
   async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {

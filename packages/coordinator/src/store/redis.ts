@@ -2,7 +2,7 @@ import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-d
 import { EventStreamWriter } from '../events-redis.js';
 import type { StoredPlanned } from '../ledger.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
-import { beginRoundScript } from './lua/beginRound-4.lua.js';
+import { beginRoundScript } from './lua/beginRound-5.lua.js';
 import { commitResultsScript } from './lua/commitResults-5.lua.js';
 import { commitRoundScript } from './lua/commitRound-7.lua.js';
 import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
@@ -323,10 +323,12 @@ export class RedisStore implements Store {
     owner?: string;
     calls?: unknown[];
     started?: Record<string, unknown>;
+    dedupeKeys?: readonly string[];
   }): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const owner = input.owner ?? '';
     const events = input.started && this.events?.prepare(session);
+    const dedupeKeys = input.dedupeKeys ?? [];
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: Date.now() };
     const { state: _state, ...stored } = record;
     const k = this.keys;
@@ -338,6 +340,7 @@ export class RedisStore implements Store {
         k.idempotency(session, run, idempotencyKey ?? '-'),
         k.session(session),
         k.events(session),
+        k.dedupe(session, run),
       ],
       [
         round,
@@ -349,15 +352,21 @@ export class RedisStore implements Store {
         owner ? JSON.stringify(input.calls ?? []) : '',
         ...(events ? events.args : ['0', 0, '0']),
         events ? JSON.stringify(input.started) : '',
+        ...dedupeKeys,
       ],
-    )) as [string, (string | string[])?];
-    const [kind, detail] = reply;
+    )) as [string, (string | string[])?, (string | null)[]?];
+    const [kind, detail, found] = reply;
     if (kind === 'new') events?.done();
     if (kind === 'no_session') return { kind };
     if (kind === 'new') {
       const state = Array.isArray(detail) ? sessionOf(fieldsToHash(detail)) : null;
       if (!state) throw new Error(`beginRound: session ${session} could not be read`);
-      return { kind: 'new', record, session: state };
+      const dedupe = new Map<string, DedupeEntry>();
+      dedupeKeys.forEach((key, i) => {
+        const entry = tryParseJson(found?.[i]) as DedupeEntry | undefined;
+        if (entry) dedupe.set(key, entry);
+      });
+      return { kind: 'new', record, session: state, dedupe };
     }
     const heldBy = typeof detail === 'string' ? detail : undefined;
     if ((kind !== 'existing' && kind !== 'conflict') || heldBy === undefined) {

@@ -303,6 +303,29 @@ export function describeStoreContract(
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toEqual(res.record);
       });
 
+      it("reads the run's dedupe entries asked for with the begin", async () => {
+        const d = dedupe('calculate|x', 'calculate');
+        await store.putDedupe('s1', 'r1', d);
+        const res = await store.beginRound({
+          session: 's1',
+          run: 'r1',
+          round: 'rnd_1',
+          idempotencyKey: undefined,
+          callsHash: '',
+          dedupeKeys: ['calculate|x', 'calculate|y'],
+        });
+        expect(res.kind === 'new' && [...res.dedupe]).toEqual([['calculate|x', d]]);
+        const other = await store.beginRound({
+          session: 's1',
+          run: 'r2',
+          round: 'rnd_2',
+          idempotencyKey: undefined,
+          callsHash: '',
+          dedupeKeys: ['calculate|x'],
+        });
+        expect(other.kind === 'new' && other.dedupe.size).toBe(0);
+      });
+
       it('begins nothing for a session that does not exist, and claims no key', async () => {
         const ghost = (round: string) =>
           store.beginRound({ session: 'ghost', run: 'r1', round, idempotencyKey: 'key-1', callsHash: 'h1' });

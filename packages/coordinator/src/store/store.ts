@@ -109,7 +109,8 @@ export type CommittedRound =
   | { fenced: true };
 
 export type BeginRound =
-  | { kind: 'new'; record: RoundRecord; session: SessionState }
+  /** `dedupe`: the run's entries found under the `dedupeKeys` asked for. */
+  | { kind: 'new'; record: RoundRecord; session: SessionState; dedupe: Map<string, DedupeEntry> }
   | { kind: 'existing'; record: RoundRecord }
   | { kind: 'conflict'; record: RoundRecord }
   | { kind: 'no_session' };
@@ -180,6 +181,8 @@ export interface Store {
     calls?: unknown[];
     /** The `round.started` data, appended for a new round when `appendsEvents`. */
     started?: Record<string, unknown>;
+    /** Dedupe keys of the run to read with the begin (`findDedupeMany` in the same step). */
+    dedupeKeys?: readonly string[];
   }): Promise<BeginRound>;
   /**
    * Makes `owner` the owner of a running round (its previous owner is fenced out: its

@@ -4,7 +4,7 @@ import { defineScript } from './script.js';
 /** Starts a round of an existing session, claiming its idempotency key atomically with creating the round record. */
 export const beginRoundScript = defineScript(
   'beginRound',
-  4,
+  5,
   `--[[
   Starts a round under an idempotency key, or reports the round that already holds the key.
   KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
@@ -15,7 +15,8 @@ export const beginRoundScript = defineScript(
   kept (as fields owner and calls) so another coordinator can take the round over
   KEYS[4] the session's events (STREAM)  ARGV[8] MINID  ARGV[9] events TTL ms  ARGV[10] "1" to push the TTL back
   ARGV[11] round.started data JSON ("" to append no event)
-  Returns {"new", <session HGETALL>}, {"existing" | "conflict", <round id holding the key>},
+  KEYS[5] the run's dedupe entries (HASH)  ARGV[12..] dedupe keys pass 1 will look up
+  Returns {"new", <session HGETALL>, <HMGET of the dedupe keys>}, {"existing" | "conflict", <round id holding the key>},
   or {"no_session"} (nothing written) when the session does not exist.
 ]]
 ${APPEND_EVENTS_LUA}
@@ -46,6 +47,10 @@ if ARGV[11] ~= '' then
   appendEvent(KEYS[4], ARGV[8], 'round.started', ARGV[11])
   keepEvents(KEYS[4], ARGV[9], ARGV[10])
 end
-return {'new', redis.call('HGETALL', KEYS[3])}
+local found = {}
+if #ARGV > 11 then
+  found = redis.call('HMGET', KEYS[5], unpack(ARGV, 12))
+end
+return {'new', redis.call('HGETALL', KEYS[3]), found}
 `,
 );
