@@ -1,6 +1,6 @@
 import { ToolError } from '@tool-dispatch/shared';
 
-/** Whether a signal was aborted by a deadline (`AbortSignal.timeout`) rather than by a caller. @internal */
+/** Whether a signal was aborted by a deadline (`AbortSignal.timeout`, or `withDeadline`) rather than by a caller. @internal */
 export function isDeadlineAbort(signal: AbortSignal): boolean {
   const reason: unknown = signal.reason;
   return reason instanceof Error && reason.name === 'TimeoutError';
@@ -14,4 +14,45 @@ export function abortError(signal: AbortSignal, what?: string, details?: unknown
   const deadline = isDeadlineAbort(signal);
   const message = `${deadline ? 'the call passed its deadline' : 'the call was cancelled'}${what ? `; ${what}` : ''}`;
   return new ToolError(deadline ? 'timeout' : 'cancelled', message, details);
+}
+
+/** A caller's signal with a deadline added (withDeadline). @internal */
+export interface DeadlineSignal {
+  /** Aborts with the caller's reason when it aborts, or with a `TimeoutError` when the deadline passes. */
+  readonly signal: AbortSignal;
+  /** Resolves once `signal` aborts. */
+  readonly stopped: Promise<'aborted'>;
+  /** Clears the timer and the listener on the caller's signal; `signal` stays as it is. */
+  dispose(): void;
+}
+
+/**
+ * What `AbortSignal.any([caller, AbortSignal.timeout(ms)])` gives, with one controller and one
+ * timer cleared by `dispose`: the pair cost about 5% of a worker's CPU at a call per few hundred µs. @internal
+ */
+export function withDeadline(caller: AbortSignal, ms: number): DeadlineSignal {
+  const controller = new AbortController();
+  let resolveStopped: (value: 'aborted') => void = () => {};
+  const stopped = new Promise<'aborted'>((resolve) => {
+    resolveStopped = resolve;
+  });
+  const stop = (reason: unknown) => {
+    controller.abort(reason);
+    resolveStopped('aborted');
+  };
+  const onCallerAbort = () => stop(caller.reason);
+  const timer = setTimeout(function deadlinePassed() {
+    // The reason AbortSignal.timeout gives, so isDeadlineAbort tells it from a cancel.
+    stop(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, ms);
+  if (caller.aborted) onCallerAbort();
+  else caller.addEventListener('abort', onCallerAbort, { once: true });
+  return {
+    signal: controller.signal,
+    stopped,
+    dispose: () => {
+      clearTimeout(timer);
+      caller.removeEventListener('abort', onCallerAbort);
+    },
+  };
 }

@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ExecJob, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
 import { MAX_OUTPUT_BYTES, ToolError } from '@tool-dispatch/shared';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runJob } from './execute-job.js';
 import { createBuiltinRegistry, HandlerRegistry } from './registry.js';
 import { makeWorkspace } from './test-support.js';
@@ -160,6 +160,20 @@ describe('runJob', () => {
         details: { stdout: 'hi\n' },
       });
     });
+  });
+
+  it('leaves no timer behind once the call ends', async () => {
+    vi.useFakeTimers();
+    try {
+      const outcome = await run(
+        registryWith('quick', async () => 'done'),
+        job('quick', { timeoutMs: 60_000 }),
+      );
+      expect(outcome).toMatchObject({ status: 'ok', output: 'done' });
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   describe('when the caller cancels', () => {

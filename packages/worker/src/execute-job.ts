@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import type { Attributes, ExecJob, ExecOutcome, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import type { Attributes, ExecJob, ExecOutcome, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_MESSAGING_MESSAGE_ID,
@@ -15,6 +15,7 @@ import {
   SpanKind,
   setSpanOutcome,
 } from '@tool-dispatch/shared';
+import { withDeadline } from './abort.js';
 import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';
 
@@ -37,8 +38,7 @@ export interface RunJobOptions {
 const madeWorkspaces = new Set<string>();
 const MAX_REMEMBERED_WORKSPACES = 10_000;
 
-async function ensureWorkspace(dir: string): Promise<void> {
-  if (madeWorkspaces.has(dir)) return;
+async function makeWorkspace(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   if (madeWorkspaces.size >= MAX_REMEMBERED_WORKSPACES) madeWorkspaces.clear();
   madeWorkspaces.add(dir);
@@ -104,34 +104,28 @@ async function runUntraced(
   const handler = registry.get(job.name);
   if (!handler) return fail('handler_error', `no handler registered for ${job.name}`);
   if (signal.aborted) return fail('cancelled', 'the call was cancelled before it started');
-  try {
-    await ensureWorkspace(job.workspace);
-  } catch (e) {
-    return fail('handler_error', `cannot create the session workspace: ${errorMessage(e)}`);
+  // Checked here, not in an async helper: a known workspace costs no promise.
+  if (!madeWorkspaces.has(job.workspace)) {
+    try {
+      await makeWorkspace(job.workspace);
+    } catch (e) {
+      return fail('handler_error', `cannot create the session workspace: ${errorMessage(e)}`);
+    }
   }
 
   const timeoutMs = Number.isFinite(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : DEFAULT_TOOL_TIMEOUT_MS;
-  const deadline = AbortSignal.timeout(Math.min(timeoutMs, MAX_TIMER_MS));
-  const combined = AbortSignal.any([signal, deadline]);
-  const ctx = contextFor(job, combined, timeoutMs, config);
-  const stop = withAbortListener(combined);
+  const stop = withDeadline(signal, Math.min(timeoutMs, MAX_TIMER_MS));
+  const ctx = contextFor(job, stop.signal, timeoutMs, config);
   let graceTimer: NodeJS.Timeout | undefined;
   try {
-    const settled: Promise<Settled> = Promise.resolve()
-      .then(function runHandler() {
-        return handler(job.args, ctx);
-      })
-      .then(
-        (value) => ({ ok: true, value }),
-        (error: unknown) => ({ ok: false, error }),
-      );
-    const first = await Promise.race([settled, stop.aborted]);
+    const settled = settle(handler, job.args, ctx);
+    const first = await Promise.race([settled, stop.stopped]);
     if (first !== 'aborted' && first.ok) {
       const output = serialiseOutput(first.value);
       if ('problem' in output) return fail('handler_error', output.problem);
       return { status: 'ok', output: output.value, durationMs: Math.round(performance.now() - started), ranOn };
     }
-    if (first !== 'aborted' && !first.ok && !combined.aborted) return fromThrown(first.error, fail);
+    if (first !== 'aborted' && !first.ok && !stop.signal.aborted) return fromThrown(first.error, fail);
 
     // Stopped: give the handler a moment to wind down, then classify by which signal fired.
     const grace = new Promise<'still running'>((resolve) => {
@@ -179,14 +173,13 @@ function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config
   };
 }
 
-/** A promise that resolves when `signal` aborts, and a way to drop its listener. */
-function withAbortListener(signal: AbortSignal): { aborted: Promise<'aborted'>; dispose: () => void } {
-  let onAbort: () => void = () => {};
-  const aborted = new Promise<'aborted'>((resolve) => {
-    onAbort = () => resolve('aborted');
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
+/** Runs the handler, its result or throw (a synchronous one too) as a value. */
+async function settle(handler: Handler, args: Record<string, unknown>, ctx: HandlerContext): Promise<Settled> {
+  try {
+    return { ok: true, value: await handler(args, ctx) };
+  } catch (error) {
+    return { ok: false, error };
+  }
 }
 
 function fromThrown(error: unknown, fail: Fail): ExecOutcome {

@@ -1,0 +1,48 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { abortError, isDeadlineAbort, withDeadline } from './abort.js';
+
+describe('withDeadline', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('aborts with a TimeoutError when the deadline passes, which reads as timeout', async () => {
+    const stop = withDeadline(new AbortController().signal, 100);
+    vi.advanceTimersByTime(99);
+    expect(stop.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(stop.signal.aborted).toBe(true);
+    expect(isDeadlineAbort(stop.signal)).toBe(true);
+    expect(abortError(stop.signal).code).toBe('timeout');
+    await expect(stop.stopped).resolves.toBe('aborted');
+  });
+
+  it("aborts with the caller's reason when the caller aborts, which reads as cancelled", async () => {
+    const caller = new AbortController();
+    const stop = withDeadline(caller.signal, 100);
+    const reason = new Error('cancelled by the coordinator');
+    caller.abort(reason);
+    expect(stop.signal.reason).toBe(reason);
+    expect(abortError(stop.signal).code).toBe('cancelled');
+    await expect(stop.stopped).resolves.toBe('aborted');
+  });
+
+  it('is aborted at once when the caller already was', () => {
+    const stop = withDeadline(AbortSignal.abort(), 100);
+    expect(stop.signal.aborted).toBe(true);
+    expect(isDeadlineAbort(stop.signal)).toBe(false);
+  });
+
+  it('neither times out nor follows the caller once disposed', () => {
+    const caller = new AbortController();
+    const stop = withDeadline(caller.signal, 100);
+    stop.dispose();
+    caller.abort();
+    vi.advanceTimersByTime(1_000);
+    expect(stop.signal.aborted).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
