@@ -6,10 +6,12 @@ import {
   ATTR_MESSAGING_OPERATION_NAME,
   ATTR_MESSAGING_OPERATION_TYPE,
   ATTR_MESSAGING_SYSTEM,
+  type Attributes,
   type CancelMessage,
   type ExecJob,
   type ExecOutcome,
   FINISHED_JOB_RETENTION_S,
+  globalTracing,
   type HandlerConfig,
   JOB_LOCK_MS,
   jobIdFor,
@@ -193,17 +195,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   }
 
   async function runCall(job: ExecJob, jobId: string, signal: AbortSignal): Promise<ExecOutcome> {
-    // Messaging semantic conventions on the execute span: this call came off a BullMQ queue.
-    const spanAttributes = {
-      [ATTR_MESSAGING_SYSTEM]: MESSAGING_SYSTEM_BULLMQ,
-      [ATTR_MESSAGING_DESTINATION_NAME]: QUEUE_NAMES[job.queue],
-      [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
-      [ATTR_MESSAGING_OPERATION_NAME]: 'process',
-      [ATTR_MESSAGING_MESSAGE_ID]: jobId,
-    };
-    const release = await slots[job.queue].acquire();
+    const options = globalTracing() ? { spanAttributes: messagingAttributes(job.queue, jobId) } : {};
+    const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
     try {
-      const run = () => runJob(registry, job, signal, config, id, { spanAttributes });
+      const run = () => runJob(registry, job, signal, config, id, options);
       return await (metrics ? metrics.track(job.queue, job.name, run) : run());
     } finally {
       release();
@@ -263,6 +258,17 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       })();
       return closing;
     },
+  };
+}
+
+/** Messaging semantic conventions on the execute span: the call came off a BullMQ queue. */
+function messagingAttributes(queue: QueueClass, jobId: string): Attributes {
+  return {
+    [ATTR_MESSAGING_SYSTEM]: MESSAGING_SYSTEM_BULLMQ,
+    [ATTR_MESSAGING_DESTINATION_NAME]: QUEUE_NAMES[queue],
+    [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
+    [ATTR_MESSAGING_OPERATION_NAME]: 'process',
+    [ATTR_MESSAGING_MESSAGE_ID]: jobId,
   };
 }
 

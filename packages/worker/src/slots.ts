@@ -5,10 +5,21 @@ export class Slots {
 
   constructor(private readonly limit: number) {}
 
+  /** The release function when a slot is free now (no promise to wait on), else undefined. */
+  tryAcquire(): (() => void) | undefined {
+    if (this.active >= this.limit || this.waiting.length > 0) return undefined;
+    this.active++;
+    return this.releaser();
+  }
+
   /** Resolves with the release function once a slot is free. */
   async acquire(): Promise<() => void> {
     if (this.active < this.limit) this.active++;
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return this.releaser();
+  }
+
+  private releaser(): () => void {
     let released = false;
     return () => {
       if (released) return;
