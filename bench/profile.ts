@@ -10,7 +10,7 @@ const concurrency = Number(process.env.TD_WORKER_CONCURRENCY ?? 16);
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 
 const counts = new Map<string, number>();
-if (process.env.COUNT_COMMANDS) {
+if (process.env.BENCH_COUNT_COMMANDS) {
   const proto = Redis.prototype as unknown as { sendCommand(c: { name: string; args: unknown[] }): unknown };
   const orig = proto.sendCommand;
   proto.sendCommand = function (this: unknown, c: { name: string; args: unknown[] }) {
@@ -31,7 +31,9 @@ const cpu = process.cpuUsage(cpu0);
 console.log(
   `${which}: ${((t.calls * 1000) / t.elapsedMs).toFixed(0)} calls/s, node CPU ${((cpu.user + cpu.system) / t.calls).toFixed(0)} µs/call`,
 );
-if (counts.size) for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1])) console.log(`${k}: ${((v / t.calls) * 5).toFixed(2)} per round`);
+if (counts.size)
+  for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1]))
+    console.log(`${k}: ${((v / t.calls) * 5).toFixed(2)} per round`);
 const keepAlive = setInterval(() => {}, 1_000);
 await side.close();
 admin.disconnect();

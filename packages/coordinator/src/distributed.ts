@@ -1,4 +1,5 @@
 import {
+  coalesceWrites,
   type DispatchConfig,
   type HandlerConfig,
   initTracing,
@@ -56,6 +57,8 @@ export async function createDistributedEngine(
   const redisUrl = requireRedis(config);
   const log = options.log ?? (() => {});
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3, lazyConnect: false });
+  // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
+  coalesceWrites(redis);
   let lastError = '';
   redis.on('error', (e: Error) => {
     if (e.message !== lastError) log(`redis: ${e.message}`);

@@ -4,6 +4,7 @@ import {
   batchJobIdFor,
   CANCEL_TTL_MS,
   type CancelMessage,
+  coalesceWrites,
   DispatchError,
   type ExecJob,
   type ExecOutcome,
@@ -127,6 +128,8 @@ export class QueueExecutor implements Executor {
     this.resultsKey = this.keys.results(this.coordinatorId);
     // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
     this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    // The jobs and cancels of one burst of rounds go out in one socket write.
+    coalesceWrites(this.redis);
     this.reader = this.redis.duplicate();
     this.redis.on('error', this.onError);
     this.reader.on('error', this.onError);

@@ -56,6 +56,7 @@ export {
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,
 } from './queues.js';
+export { coalesceWrites } from './redis-writes.js';
 export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
 export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
 export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';

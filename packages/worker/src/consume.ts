@@ -8,6 +8,7 @@ import {
   ATTR_MESSAGING_SYSTEM,
   type Attributes,
   type CancelMessage,
+  coalesceWrites,
   type ExecJob,
   type ExecOutcome,
   FINISHED_JOB_RETENTION_S,
@@ -90,6 +91,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
   const redis = new Redis(resolved.redisUrl, { maxRetriesPerRequest: null });
+  // BullMQ's job moves and our start checks and reports of one burst go out in one socket write.
+  coalesceWrites(redis);
   const subscriber = redis.duplicate();
   redis.on('error', onError);
   subscriber.on('error', onError);
