@@ -29,6 +29,8 @@ import {
 } from '@tool-dispatch/shared';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { markCarriedScript } from './store/lua/markCarried-n.lua.js';
+import { runScript } from './store/lua/script.js';
 
 export interface QueueExecutorOptions {
   redisUrl: string;
@@ -308,15 +310,27 @@ export class QueueExecutor implements Executor {
       coordinator: this.coordinatorId,
     };
     const names = [...new Set(calls.map((c) => c.job.name))].join('+');
+    // Concurrent calls of this coordinator's own rounds are marked as carried by this job before it
+    // is added (same connection, so Redis has the marks first): its worker skips the start check.
+    const marked =
+      first.queue === 'concurrent' && calls.every((c) => c.job.origin === undefined)
+        ? runScript(
+            this.redis,
+            markCarriedScript,
+            calls.map((c) => this.keys.outcome(this.coordinatorId, c.jobId)),
+            [RUNNING_MARK + carrier.jobId, OUTCOME_TTL_MS],
+          )
+        : undefined;
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
     // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
     // already done (a takeover) is found by the poll of outcome keys.
-    await this.queues[first.queue].add(names, payload, {
+    const added = this.queues[first.queue].add(names, payload, {
       jobId: carrier.jobId,
       attempts: 1,
       removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
       removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
     });
+    await Promise.all([marked, added]);
   }
 
   /**

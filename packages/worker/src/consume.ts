@@ -112,7 +112,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       const queued = parseQueuedJob(bullJob.data);
       const jobId = bullJob.id;
       if (!queued || jobId === undefined) throw new UnrecoverableError('not a tool-dispatch job payload');
-      return runQueued(queued, jobId, signal ?? new AbortController().signal);
+      return runQueued(queued, jobId, signal ?? new AbortController().signal, needsStartCheck(queue, bullJob, queued));
     };
     const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
@@ -142,6 +142,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     queued: QueuedJob,
     jobId: string,
     signal: AbortSignal,
+    checkStart: boolean,
   ): Promise<Record<string, ExecOutcome>> {
     const calls = queued.calls.map((job) => ({
       job,
@@ -160,7 +161,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const outcomes: Record<string, ExecOutcome> = {};
     const report = reporter.forJob(queued, jobId);
     try {
-      const starts = await reporter.start(calls, jobId);
+      const starts: StartReply[] = checkStart ? await reporter.start(calls, jobId) : calls.map(() => 'run');
       // Every call runs to its end even when a sibling's report fails; then the job fails with it.
       const settled = await Promise.allSettled(
         calls.map(async function runOneCall(c, i) {
@@ -298,6 +299,22 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     if (!(resolved[k] > 0)) throw new Error(`${k} must be positive, got ${resolved[k]}`);
   }
   return resolved;
+}
+
+/**
+ * Whether a job's calls are checked before they start (`startCalls`: cancelled, run before, or
+ * running in another job). A concurrent job on its first delivery, enqueued by the coordinator
+ * that began its round, skips it (one round trip less): that coordinator marked its calls as
+ * carried by it before adding it (markCarried), so no other job runs them, and only a takeover
+ * (whose calls carry `origin`) or a redelivery after a worker died (a later attempt) can meet a
+ * call that ran or runs elsewhere. What it gives up: a cancel that lands between BullMQ handing
+ * the job over and this worker listening for it is missed, and the call (read-only, as every
+ * concurrent tool is) runs with its outcome discarded. Serial calls are always checked.
+ */
+function needsStartCheck(queue: QueueClass, bullJob: Job, queued: QueuedJob): boolean {
+  if (queue === 'serial') return true;
+  if (bullJob.attemptsStarted > 1 || bullJob.stalledCounter > 0) return true;
+  return queued.calls.some((c) => c.origin !== undefined);
 }
 
 type StartReply = 'run' | 'cancelled' | 'elsewhere' | (string & {});
