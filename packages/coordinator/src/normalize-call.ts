@@ -37,8 +37,18 @@ function describeType(v: unknown): string {
   return `a ${typeof v}`;
 }
 
-/** Size, depth and prototype-key limits on args (README "Limits"). */
+/** Args objects checked already (a round's calls are read more than once: run_tool's, then the call's). */
+const shapeChecked = new WeakMap<object, string | undefined>();
+
+/** Size, depth and prototype-key limits on args (README "Limits"); args are not changed once read. */
 export function argsShapeProblem(args: Record<string, unknown>): string | undefined {
+  if (shapeChecked.has(args)) return shapeChecked.get(args);
+  const problem = checkShape(args);
+  shapeChecked.set(args, problem);
+  return problem;
+}
+
+function checkShape(args: Record<string, unknown>): string | undefined {
   const depth = maxDepth(args, 0);
   if (depth > MAX_ARGS_DEPTH) return `args are nested deeper than ${MAX_ARGS_DEPTH} levels`;
   const bad = forbiddenKey(args);

@@ -184,7 +184,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
                   durationMs: 0,
                   ranOn: id,
                 }
-              : await runCall(c.job, jobId, c.stop.signal);
+              : await runCall(c.job, jobId, c.stop);
           outcomes[c.callId] = outcome;
           await report(c, outcome);
         }),
@@ -198,8 +198,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     }
   }
 
-  async function runCall(job: ExecJob, jobId: string, signal: AbortSignal): Promise<ExecOutcome> {
-    const options = globalTracing() ? { spanAttributes: messagingAttributes(job.queue, jobId) } : {};
+  async function runCall(job: ExecJob, jobId: string, stop: AbortController): Promise<ExecOutcome> {
+    const signal = stop.signal;
+    const options = globalTracing()
+      ? { spanAttributes: messagingAttributes(job.queue, jobId), controller: stop }
+      : { controller: stop };
     const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
     try {
       const run = () => runJob(registry, job, signal, config, id, options);

@@ -210,6 +210,48 @@ describe('runJob', () => {
     });
   });
 
+  describe("with the call's own controller (as the queue worker passes it)", () => {
+    const runOwn = (registry: HandlerRegistry, j: ExecJob, controller: AbortController) =>
+      runJob(registry, j, controller.signal, config, 'test-worker', { settleGraceMs: 200, controller });
+    const polite = () =>
+      registryWith('polite', (_args, ctx) => {
+        return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+      });
+
+    it('lets the deadline abort that controller, and reports timeout', async () => {
+      const controller = new AbortController();
+      const outcome = await runOwn(polite(), job('polite', { timeoutMs: 80 }), controller);
+      expect(outcome).toMatchObject({ code: 'timeout', message: 'polite passed its deadline of 80 ms' });
+      expect(controller.signal.reason).toMatchObject({ name: 'TimeoutError' });
+    });
+
+    it('reports cancelled when the caller aborts it', async () => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('cancelled by the coordinator')), 50);
+      await expect(runOwn(polite(), job('polite', { timeoutMs: 5000 }), controller)).resolves.toMatchObject({
+        code: 'cancelled',
+        message: 'the call was cancelled',
+      });
+    });
+
+    it('leaves no timer behind, and the controller not aborted, once the call ends', async () => {
+      vi.useFakeTimers();
+      try {
+        const controller = new AbortController();
+        const outcome = await runOwn(
+          registryWith('quick', async () => 'done'),
+          job('quick'),
+          controller,
+        );
+        expect(outcome).toMatchObject({ status: 'ok', output: 'done' });
+        expect(vi.getTimerCount()).toBe(0);
+        expect(controller.signal.aborted).toBe(false);
+      } finally {
+        vi.useRealTimers();
+      }
+    });
+  });
+
   describe('when the output is too large or not JSON', () => {
     it('answers handler_error naming the size and the limit', async () => {
       const registry = registryWith('big', async () => ({ s: 'x'.repeat(MAX_OUTPUT_BYTES) }));

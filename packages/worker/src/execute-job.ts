@@ -15,7 +15,7 @@ import {
   SpanKind,
   setSpanOutcome,
 } from '@tool-dispatch/shared';
-import { withDeadline } from './abort.js';
+import { isDeadlineAbort, withDeadline } from './abort.js';
 import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';
 
@@ -32,6 +32,11 @@ export interface RunJobOptions {
   settleGraceMs?: number;
   /** More attributes for the `execute <tool>` span (a queue consumer's messaging.* ones). */
   spanAttributes?: Attributes;
+  /**
+   * The call's own controller, whose signal is `signal`: the deadline aborts it too (with a
+   * `TimeoutError`), so no second controller is made per call.
+   */
+  controller?: AbortController;
 }
 
 /** Workspaces this process already created: one mkdir per workspace, not per call (bounded). */
@@ -114,7 +119,7 @@ async function runUntraced(
   }
 
   const timeoutMs = Number.isFinite(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : DEFAULT_TOOL_TIMEOUT_MS;
-  const stop = withDeadline(signal, Math.min(timeoutMs, MAX_TIMER_MS));
+  const stop = withDeadline(signal, Math.min(timeoutMs, MAX_TIMER_MS), options.controller);
   const ctx = contextFor(job, stop.signal, timeoutMs, config);
   let graceTimer: NodeJS.Timeout | undefined;
   try {
@@ -132,7 +137,8 @@ async function runUntraced(
       graceTimer = setTimeout(() => resolve('still running'), options.settleGraceMs ?? SETTLE_GRACE_MS);
     });
     const after = first === 'aborted' ? await Promise.race([settled, grace]) : first;
-    return reportStopped({ name: job.name, timeoutMs, cancelled: signal.aborted, after, fail });
+    const cancelled = signal.aborted && !isDeadlineAbort(signal);
+    return reportStopped({ name: job.name, timeoutMs, cancelled, after, fail });
   } finally {
     stop.dispose();
     clearTimeout(graceTimer);
