@@ -1,22 +1,49 @@
 import { createHash } from 'node:crypto';
 
-/** JSON with object keys sorted at every level, so equal values serialise equally. */
+/**
+ * JSON with object keys sorted at every level, so equal values serialise equally. Written in one
+ * pass (no sorted copy of the value is built); the same text as `JSON.stringify` of such a copy.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+  return write(value) ?? 'undefined';
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) Object.defineProperty(out, key, { value: sortKeys(v), enumerable: true, writable: true });
-    }
-    return out;
+/** The canonical text of a value, or undefined where JSON leaves a property out (undefined, functions, symbols). */
+function write(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') {
+    return typeof value === 'function' || typeof value === 'symbol' ? undefined : JSON.stringify(value);
   }
-  return value;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += `${i === 0 ? '' : ','}${write(value[i]) ?? 'null'}`;
+    return `${out}]`;
+  }
+  const record = value as Record<string, unknown>;
+  let out = '{';
+  let first = true;
+  for (const key of sortedKeys(record)) {
+    const text = write(record[key]);
+    if (text === undefined) continue;
+    out += `${first ? '' : ','}${JSON.stringify(key)}:${text}`;
+    first = false;
+  }
+  return `${out}}`;
 }
+
+/**
+ * Keys in the order JSON.stringify lists them on an object built with the keys sorted: integer
+ * keys ("0", "12": array indices) first in numeric order, as JavaScript objects keep them (and
+ * as `Object.keys` gives them), then the others sorted.
+ */
+function sortedKeys(record: Record<string, unknown>): string[] {
+  const keys = Object.keys(record);
+  let indices = 0;
+  while (indices < keys.length && isIndex(keys[indices] as string)) indices++;
+  if (indices === 0) return keys.sort();
+  return [...keys.slice(0, indices), ...keys.slice(indices).sort()];
+}
+
+const isIndex = (key: string) => /^(0|[1-9]\d*)$/.test(key) && Number(key) < 2 ** 32 - 1;
 
 /** sha256 (hex, first 32 chars) of the canonical JSON of a value. */
 export function hashCanonical(value: unknown): string {
