@@ -24,13 +24,10 @@ export interface CommitInput {
 function commitItemOf(
   p: PlannedCall,
   result: CallResult,
-  at: { callIndex: number; round: string; run: string; now: number },
+  at: { callIndex: number; round: string; run: string; now: number; iso: string },
 ): CommitItem {
   const { round } = at;
-  const item: CommitItem = {
-    callIndex: at.callIndex,
-    entry: { ...result, round, run: at.run, at: new Date(at.now).toISOString() },
-  };
+  const item: CommitItem = { callIndex: at.callIndex, entry: { ...result, round, run: at.run, at: at.iso } };
   if (result.status !== 'ok') return item;
   if (p.dedupable) {
     const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
@@ -66,10 +63,11 @@ export interface PendingEvent {
 export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[] | null> {
   const { session, run, round } = input;
   const now = (input.now ?? Date.now)();
+  const iso = new Date(now).toISOString();
   const items: CommitItem[] = [];
   for (const [i, result] of input.results.entries()) {
     const p = input.planned[i];
-    if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now }));
+    if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now, iso }));
   }
   const outcome = await input.store.commitRound({
     session,
