@@ -86,6 +86,25 @@ describe('QueueExecutor with two workers', () => {
     });
   });
 
+  it('leaves nothing pending on its results stream, and trims what it read', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a');
+    const exec = await executor(prefix);
+    const redis = new Redis(server.url);
+    closers.push(async () => redis.disconnect());
+    const stream = redisKeys(prefix).results(exec.coordinatorId);
+    for (let round = 0; round < 3; round++) {
+      const outcomes = await Promise.all([0, 1].map((i) => exec.execute(job('test_echo', { i }), never())));
+      expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok']);
+      await new Promise((r) => setTimeout(r, 600));
+    }
+    // Read without acks (NOACK): the group's pending list stays empty.
+    const [pending] = (await redis.xpending(stream, 'coordinator')) as [number];
+    expect(pending).toBe(0);
+    // What was read goes with a trim at most a second later: only the newest entry may stay.
+    expect(await redis.xlen(stream)).toBeLessThanOrEqual(2);
+  });
+
   it('runs serial calls one at a time on each worker', async () => {
     const prefix = randomPrefix();
     await worker(prefix, 'w-a', 8);
