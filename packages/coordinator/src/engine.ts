@@ -32,6 +32,7 @@ import { getOrCreate } from './maps.js';
 import { type NormalCall, normalizeCall } from './normalize-call.js';
 import { type KnownKey, lookupKeys, type PlannedCall, preflight } from './preflight.js';
 import { buildToolsView, initiallyFetched, loadedSet } from './session.js';
+import { settleWithin } from './settle.js';
 import { MemoryStore } from './store/memory.js';
 import type { DedupeEntry, HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
 
@@ -666,16 +667,4 @@ function followerResult(p: PlannedCall, leader: CallResult, round: string): Call
   if (leader.error) copy.error = leader.error;
   if (leader.output !== undefined) copy.output = leader.output;
   return copy;
-}
-
-/** Waits for `p` (ignoring how it ends), at most `ms`. */
-async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    p.catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
 }

@@ -29,6 +29,7 @@ import {
 } from '@tool-dispatch/shared';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { settleWithin } from './settle.js';
 import { markCarriedScript } from './store/lua/markCarried-n.lua.js';
 import { runScript } from './store/lua/script.js';
 
@@ -501,15 +502,3 @@ function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () =
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Waits for `p` (ignoring its outcome), at most `ms`. */
-async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    p.catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}

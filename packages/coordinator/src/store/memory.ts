@@ -2,8 +2,10 @@ import type { StoredPlanned } from '../ledger.js';
 import { getOrCreate } from '../maps.js';
 import type {
   BeginRound,
+  BeginRoundInput,
   CachedResult,
-  CommitItem,
+  CommitResultsInput,
+  CommitRoundInput,
   CommittedRound,
   DedupeEntry,
   DedupeInvalidation,
@@ -131,12 +133,7 @@ export class MemoryStore implements Store {
     return true;
   }
 
-  async commitResults(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    items: readonly CommitItem[];
-  }): Promise<boolean[]> {
+  async commitResults(input: CommitResultsInput): Promise<boolean[]> {
     const { session, tenant, run } = input;
     const recorded: boolean[] = [];
     for (const item of input.items) {
@@ -155,16 +152,7 @@ export class MemoryStore implements Store {
     return clone(tool === undefined ? h : h.filter((e) => e.name === tool));
   }
 
-  async beginRound(input: {
-    session: string;
-    run: string;
-    round: string;
-    idempotencyKey: string | undefined;
-    callsHash: string;
-    owner?: string;
-    calls?: unknown[];
-    dedupeKeys?: readonly string[];
-  }): Promise<BeginRound> {
+  async beginRound(input: BeginRoundInput): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const state = this.sessions.get(session);
     if (!state) return { kind: 'no_session' };
@@ -211,15 +199,7 @@ export class MemoryStore implements Store {
     return true;
   }
 
-  async commitRound(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    round: string;
-    owner?: string;
-    items: readonly CommitItem[];
-    response: RoundResponse;
-  }): Promise<CommittedRound> {
+  async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
     const r = this.rounds.get(`${input.session}\u0000${input.run}\u0000${input.round}`);
     if (r?.state === 'done' || (input.owner && r?.owner && r.owner !== input.owner)) return { fenced: true };
     const recorded = await this.commitResults(input);

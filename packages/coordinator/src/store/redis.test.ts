@@ -5,6 +5,7 @@ import type { DispatchEvent } from '../events.js';
 import { RedisEventBus } from '../events-redis.js';
 import { RedisStore } from './redis.js';
 import { describeStoreContract } from './store.contract.js';
+import type { SessionState } from './store.js';
 
 let server: TestRedis;
 let redis: Redis;
@@ -28,22 +29,24 @@ describeStoreContract('RedisStore', async () => {
   return { store: new RedisStore({ redis, prefix }), cleanup: () => deleteKeys(prefix) };
 });
 
+const sessionS1: SessionState = {
+  id: 's1',
+  provider: 'openai',
+  tenant: 't1',
+  autoApprove: [],
+  clientTools: [],
+  loaded: [],
+  fetched: [],
+  workspace: '/w',
+  createdAt: 1,
+  updatedAt: 1,
+};
+
 describe('RedisStore on Redis', () => {
   it('puts a TTL on every key it writes', async () => {
     const prefix = randomPrefix();
     const store = new RedisStore({ redis, prefix, sessionTtlMs: 60_000 });
-    await store.putSession({
-      id: 's1',
-      provider: 'openai',
-      tenant: 't1',
-      autoApprove: [],
-      clientTools: [],
-      loaded: [],
-      fetched: [],
-      workspace: '/w',
-      createdAt: 1,
-      updatedAt: 1,
-    });
+    await store.putSession(sessionS1);
     await store.markFetched('s1', ['a']);
     await store.putDedupe('s1', 'r1', {
       key: 'k',
@@ -93,18 +96,7 @@ describe('RedisStore on Redis', () => {
     const store = new RedisStore({ redis, prefix, events: {} });
     const bus = new RedisEventBus({ redis, prefix });
     expect(store.appendsEvents).toBe(true);
-    await store.putSession({
-      id: 's1',
-      provider: 'openai',
-      tenant: 't1',
-      autoApprove: [],
-      clientTools: [],
-      loaded: [],
-      fetched: [],
-      workspace: '/w',
-      createdAt: 1,
-      updatedAt: 1,
-    });
+    await store.putSession(sessionS1);
     const seen: DispatchEvent[] = [];
     const stop = await bus.subscribe('s1', undefined, (e) => seen.push(e));
     const started = { round: 'rnd', run: 'r1', calls: [{ id: 'c1', name: 'calculate' }] };

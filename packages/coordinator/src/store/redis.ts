@@ -12,8 +12,11 @@ import { type RedisClient, runScript } from './lua/script.js';
 import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
+  BeginRoundInput,
   CachedResult,
   CommitItem,
+  CommitResultsInput,
+  CommitRoundInput,
   CommittedRound,
   DedupeEntry,
   DedupeInvalidation,
@@ -172,12 +175,7 @@ export class RedisStore implements Store {
     return Number(recorded) === 1;
   }
 
-  async commitResults(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    items: readonly CommitItem[];
-  }): Promise<boolean[]> {
+  async commitResults(input: CommitResultsInput): Promise<boolean[]> {
     const { session, tenant, run, items } = input;
     if (items.length === 0) return [];
     const k = this.keys;
@@ -195,16 +193,7 @@ export class RedisStore implements Store {
     return recorded;
   }
 
-  async commitRound(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    round: string;
-    owner?: string;
-    items: readonly CommitItem[];
-    response: RoundResponse;
-    completed?: Record<string, unknown>;
-  }): Promise<CommittedRound> {
+  async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
     const { session, tenant, run, round, items } = input;
     const k = this.keys;
     const events = input.completed && this.events?.prepare(session);
@@ -314,17 +303,7 @@ export class RedisStore implements Store {
     return items.map((item) => tryParseJson(item) as HistoryEntry).filter((e) => e !== undefined);
   }
 
-  async beginRound(input: {
-    session: string;
-    run: string;
-    round: string;
-    idempotencyKey: string | undefined;
-    callsHash: string;
-    owner?: string;
-    calls?: unknown[];
-    started?: Record<string, unknown>;
-    dedupeKeys?: readonly string[];
-  }): Promise<BeginRound> {
+  async beginRound(input: BeginRoundInput): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const owner = input.owner ?? '';
     const events = input.started && this.events?.prepare(session);

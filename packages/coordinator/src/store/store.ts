@@ -115,6 +115,44 @@ export type BeginRound =
   | { kind: 'conflict'; record: RoundRecord }
   | { kind: 'no_session' };
 
+/** What `Store.commitResults` takes. */
+export interface CommitResultsInput {
+  session: string;
+  tenant: string;
+  run: string;
+  items: readonly CommitItem[];
+}
+
+/** What `Store.beginRound` takes. */
+export interface BeginRoundInput {
+  session: string;
+  run: string;
+  round: string;
+  idempotencyKey: string | undefined;
+  callsHash: string;
+  /** The coordinator running the round; with it, the round keeps `calls` for a takeover. */
+  owner?: string;
+  calls?: unknown[];
+  /** The `round.started` data, appended for a new round when `appendsEvents`. */
+  started?: Record<string, unknown>;
+  /** Dedupe keys of the run to read with the begin (`findDedupeMany` in the same step). */
+  dedupeKeys?: readonly string[];
+}
+
+/** What `Store.commitRound` takes. */
+export interface CommitRoundInput {
+  session: string;
+  tenant: string;
+  run: string;
+  round: string;
+  /** The committing coordinator: fenced (nothing written) when another owns the round. */
+  owner?: string;
+  items: readonly CommitItem[];
+  response: RoundResponse;
+  /** The `round.completed` data; with it and `appendsEvents`, the round's events are appended. */
+  completed?: Record<string, unknown>;
+}
+
 /**
  * State the three passes read and write, as domain operations (not Redis commands).
  * MemoryStore and RedisStore both pass `store.contract.ts`.
@@ -157,12 +195,7 @@ export interface Store {
    * `recordResult`, `putDedupe`, `putCached` and `dropDedupe` would do one by one (a later item
    * sees an earlier one's dedupe writes). Returns, per item, whether it was recorded now.
    */
-  commitResults(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    items: readonly CommitItem[];
-  }): Promise<boolean[]>;
+  commitResults(input: CommitResultsInput): Promise<boolean[]>;
 
   /**
    * Starts a round of an existing session under an idempotency key (or a fresh one when key is
@@ -171,19 +204,7 @@ export interface Store {
    * the session does not exist. With `owner`, the round is recorded as that coordinator's, with
    * its `calls`, so another coordinator can take it over (`takeRound`).
    */
-  beginRound(input: {
-    session: string;
-    run: string;
-    round: string;
-    idempotencyKey: string | undefined;
-    callsHash: string;
-    owner?: string;
-    calls?: unknown[];
-    /** The `round.started` data, appended for a new round when `appendsEvents`. */
-    started?: Record<string, unknown>;
-    /** Dedupe keys of the run to read with the begin (`findDedupeMany` in the same step). */
-    dedupeKeys?: readonly string[];
-  }): Promise<BeginRound>;
+  beginRound(input: BeginRoundInput): Promise<BeginRound>;
   /**
    * Makes `owner` the owner of a running round (its previous owner is fenced out: its
    * `commitRound` and `saveDecisions` write nothing) and returns what is needed to finish it.
@@ -199,17 +220,7 @@ export interface Store {
    * done with `response`. With `owner`, fenced: when the round is done or another coordinator
    * owns it, nothing is written.
    */
-  commitRound(input: {
-    session: string;
-    tenant: string;
-    run: string;
-    round: string;
-    owner?: string;
-    items: readonly CommitItem[];
-    response: RoundResponse;
-    /** The `round.completed` data; with it and `appendsEvents`, the round's events are appended. */
-    completed?: Record<string, unknown>;
-  }): Promise<CommittedRound>;
+  commitRound(input: CommitRoundInput): Promise<CommittedRound>;
   finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void>;
   getRound(session: string, run: string, round: string): Promise<RoundRecord | null>;
 
