@@ -344,12 +344,16 @@ export class Engine implements Dispatcher {
    * Starts this coordinator's heartbeat (its lease, renewed every third of it) and the takeover of
    * rounds whose coordinator stopped renewing (died): each is finished from what the store kept of
    * it. Calls keep their ids, so one already run is answered from its recorded outcome, and the
-   * commit records each call once. Resolves after the first heartbeat.
+   * commit records each call once. Resolves after the first heartbeat (or its failure, reported
+   * to onError and retried).
    */
   async startRecovery(intervalMs = Math.max(50, Math.floor(this.leaseMs / 3))): Promise<void> {
     const ledger = this.options.ledger;
     if (!ledger || this.recoveryTimer) return;
-    await this.heartbeat(ledger);
+    // A first heartbeat that fails (Redis away) is retried by the timer; the coordinator still starts.
+    await this.heartbeat(ledger).catch((e: unknown) =>
+      this.options.onError?.(e instanceof Error ? e : new Error(String(e))),
+    );
     let busy = false;
     this.recoveryTimer = setInterval(() => {
       if (busy) return;
