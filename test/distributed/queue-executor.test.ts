@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor, type QueueExecutorOptions } from '../../packages/coordinator/src/queue-executor.js';
 import { type ExecJob, redisKeys } from '../../packages/shared/src/index.js';
 import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
+import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
 
@@ -49,23 +50,8 @@ async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}
   return e;
 }
 
-let seq = 0;
 function job(name: string, args: Record<string, unknown>, over: Partial<ExecJob> = {}): ExecJob {
-  seq++;
-  return {
-    session: 's1',
-    tenant: 't1',
-    run: 'r1',
-    round: `rnd_${seq}`,
-    callId: `call_${seq}`,
-    callIndex: 0,
-    name,
-    args,
-    workspace: path.join(dir, 'ws'),
-    queue: 'concurrent',
-    timeoutMs: 10_000,
-    ...over,
-  };
+  return execJob(name, args, { workspace: path.join(dir, 'ws'), ...over });
 }
 
 const never = () => new AbortController().signal;

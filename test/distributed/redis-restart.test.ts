@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor } from '../../packages/coordinator/src/queue-executor.js';
 import type { ExecJob } from '../../packages/shared/src/index.js';
 import { startWorker } from '../../packages/worker/src/consume.js';
+import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
 
@@ -20,27 +21,13 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-let seq = 0;
 function job(
   name: string,
   args: Record<string, unknown>,
   queue: ExecJob['queue'] = 'concurrent',
   timeoutMs = 10_000,
 ): ExecJob {
-  seq++;
-  return {
-    session: 's1',
-    tenant: 't1',
-    run: 'r1',
-    round: `rnd_${seq}`,
-    callId: `call_${seq}`,
-    callIndex: 0,
-    name,
-    args,
-    workspace: path.join(dir, 'ws'),
-    queue,
-    timeoutMs,
-  };
+  return execJob(name, args, { workspace: path.join(dir, 'ws'), queue, timeoutMs });
 }
 
 const never = () => new AbortController().signal;

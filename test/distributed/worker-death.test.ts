@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor } from '../../packages/coordinator/src/queue-executor.js';
 import type { ExecJob, ExecOutcome } from '../../packages/shared/src/index.js';
+import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 
 // Worker processes are real OS processes, SIGKILLed mid-call (DESIGN.md failure semantics).
@@ -87,19 +88,7 @@ async function executor(prefix: string): Promise<QueueExecutor> {
 }
 
 function job(name: string, args: Record<string, unknown>, queue: ExecJob['queue']): ExecJob {
-  return {
-    session: 's1',
-    tenant: 't1',
-    run: 'r1',
-    round: `rnd_${Math.random().toString(36).slice(2, 10)}`,
-    callId: 'call_1',
-    callIndex: 0,
-    name,
-    args,
-    workspace: path.join(dir, 'ws'),
-    queue,
-    timeoutMs: 30_000,
-  };
+  return execJob(name, args, { workspace: path.join(dir, 'ws'), queue, timeoutMs: 30_000 });
 }
 
 const starts = async (file: string) =>
