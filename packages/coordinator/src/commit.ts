@@ -55,10 +55,9 @@ export interface PendingEvent {
 /**
  * Pass 3's writes (DESIGN.md), in call order: history, dedupe map (with edit/command
  * invalidation), result cache, and the round's answer; the store applies the whole round at
- * once. Returns the `tool.result` events of the calls recorded now, for the caller to publish
- * (a store that `appendsEvents` has appended them, and round.completed, when given `completed`),
- * or null when the round was fenced (done, or owned by another coordinator). Idempotent: a call
- * committed before is skipped and yields no event.
+ * once. Returns the round's `tool.result` events, for the caller to publish (a store that
+ * `appendsEvents` has appended them, and round.completed, when given `completed`), or null when
+ * the round was fenced: done already (commit is idempotent) or owned by another coordinator.
  */
 export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[] | null> {
   const { session, run, round } = input;
@@ -80,9 +79,7 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     ...(input.completed ? { completed: input.completed } : {}),
   });
   if (outcome.fenced) return null;
-  return items
-    .filter((_, i) => outcome.recorded[i])
-    .map((item) => ({ name: 'tool.result' as const, data: toolResultData(item.entry) }));
+  return items.map((item) => ({ name: 'tool.result' as const, data: toolResultData(item.entry) }));
 }
 
 /** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */

@@ -10,8 +10,6 @@ export interface RedisKeys {
   readonly prefix: string;
   /** Hash: the session's state (`state` JSON) plus `f:<tool>`/`a:<tool>` fields for fetched / auto-approved. */
   session(session: string): string;
-  /** Set of `<round>|<callIndex>` already committed (DESIGN.md pass 3: commit is idempotent). */
-  committed(session: string): string;
   /** List of every recorded result (JSON), oldest first. */
   history(session: string): string;
   /** List of one tool's recorded results (JSON), oldest first. */
@@ -59,7 +57,6 @@ export function redisKeys(prefix: string): RedisKeys {
   return {
     prefix,
     session: (session) => `${s(session)}:session`,
-    committed: (session) => `${s(session)}:committed`,
     history: (session) => `${s(session)}:history`,
     toolHistory: (session, tool) => `${s(session)}:hist:${tool}`,
     dedupe: (session, run) => `${s(session)}:dedupe:${run}`,

@@ -4,14 +4,12 @@ import type {
   BeginRound,
   BeginRoundInput,
   CachedResult,
-  CommitResultsInput,
   CommitRoundInput,
   CommittedRound,
   DedupeEntry,
   DedupeInvalidation,
   HistoryEntry,
   RoundRecord,
-  RoundResponse,
   SessionState,
   Store,
   TakenRound,
@@ -35,7 +33,6 @@ export class MemoryStore implements Store {
   private readonly dedupe = new Map<string, Map<string, DedupeEntry>>();
   private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
   private readonly histories = new Map<string, HistoryEntry[]>();
-  private readonly committed = new Set<string>();
   private readonly rounds = new Map<string, KeptRound>();
   private readonly idempotency = new Map<string, string>();
 
@@ -124,29 +121,6 @@ export class MemoryStore implements Store {
     this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
   }
 
-  async recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean> {
-    const claim = `${session}\u0000${entry.round}\u0000${callIndex}`;
-    if (this.committed.has(claim)) return false; // DESIGN.md pass 3: commit is idempotent
-    this.committed.add(claim);
-    const h = getOrCreate(this.histories, session, () => []);
-    h.push(clone(entry));
-    return true;
-  }
-
-  async commitResults(input: CommitResultsInput): Promise<boolean[]> {
-    const { session, tenant, run } = input;
-    const recorded: boolean[] = [];
-    for (const item of input.items) {
-      const now = await this.recordResult(session, item.callIndex, item.entry);
-      recorded.push(now);
-      if (!now) continue; // DESIGN.md pass 3: commit is idempotent
-      if (item.dedupe) await this.putDedupe(session, run, item.dedupe);
-      if (item.cache) await this.putCached(tenant, item.cache.key, item.cache.value, item.cache.ttlMs);
-      for (const inv of item.invalidations ?? []) await this.dropDedupe(session, run, inv);
-    }
-    return recorded;
-  }
-
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {
     const h = this.histories.get(session) ?? [];
     return clone(tool === undefined ? h : h.filter((e) => e.name === tool));
@@ -200,23 +174,24 @@ export class MemoryStore implements Store {
   }
 
   async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
-    const r = this.rounds.get(`${input.session}\u0000${input.run}\u0000${input.round}`);
+    const { session, tenant, run } = input;
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${input.round}`);
+    // DESIGN.md pass 3: commit is idempotent (a round done is committed), and fenced by the owner.
     if (r?.state === 'done' || (input.owner && r?.owner && r.owner !== input.owner)) return { fenced: true };
-    const recorded = await this.commitResults(input);
+    const history = getOrCreate(this.histories, session, () => []);
+    for (const item of input.items) {
+      history.push(clone(item.entry));
+      if (item.dedupe) await this.putDedupe(session, run, item.dedupe);
+      if (item.cache) await this.putCached(tenant, item.cache.key, item.cache.value, item.cache.ttlMs);
+      for (const inv of item.invalidations ?? []) await this.dropDedupe(session, run, inv);
+    }
     if (r) {
       r.state = 'done';
       r.response = clone(input.response);
       delete r.calls;
       delete r.planned;
     }
-    return { fenced: false, recorded };
-  }
-
-  async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
-    if (!r) return;
-    r.state = 'done';
-    r.response = clone(response);
+    return { fenced: false };
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {

@@ -57,19 +57,21 @@ describe('RedisStore on Redis', () => {
       paths: ['a'],
     });
     await store.putCached('t1', 'k', { output: 1, callId: 'c', round: 'rnd', storedAt: 1 }, 30 * 60_000);
-    await store.recordResult('s1', 0, {
-      id: 'c',
-      name: 'calculate',
-      status: 'ok',
-      durationMs: 1,
-      round: 'rnd',
-      run: 'r1',
-      at: 'x',
+    await store.beginRound({
+      session: 's1',
+      run: 'r2',
+      round: 'rnd2',
+      idempotencyKey: 'key',
+      callsHash: 'h',
+      owner: 'c1',
+      calls: [],
     });
-    await store.commitResults({
+    await store.commitRound({
       session: 's1',
       tenant: 't1',
       run: 'r2',
+      round: 'rnd2',
+      owner: 'c1',
       items: [
         {
           callIndex: 0,
@@ -78,11 +80,10 @@ describe('RedisStore on Redis', () => {
           cache: { key: 'k2', value: { output: 1, callId: 'c', round: 'rnd2', storedAt: 1 }, ttlMs: 60_000 },
         },
       ],
+      response: { round: 'rnd2', results: [] },
     });
-    await store.beginRound({ session: 's1', run: 'r1', round: 'rnd', idempotencyKey: 'key', callsHash: 'h' });
-    await store.finishRound('s1', 'r1', 'rnd', { round: 'rnd', results: [] });
     const keys = await redis.keys(`${prefix}:*`);
-    expect(keys.length).toBeGreaterThanOrEqual(13);
+    expect(keys.length).toBeGreaterThanOrEqual(10);
     for (const key of keys) {
       const ttl = await redis.pttl(key);
       expect({ key, hasTtl: ttl > 0 }).toEqual({ key, hasTtl: true });
@@ -131,7 +132,7 @@ describe('RedisStore on Redis', () => {
       });
     // Fenced: another coordinator owns the round, so nothing is written, events neither.
     expect(await commit('b')).toEqual({ fenced: true });
-    expect(await commit('a')).toEqual({ fenced: false, recorded: [true, true] });
+    expect(await commit('a')).toEqual({ fenced: false });
     const until = Date.now() + 5_000;
     while (seen.length < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     stop();
@@ -150,9 +151,9 @@ describe('RedisStore on Redis', () => {
     const prefix = randomPrefix();
     const store = new RedisStore({ redis, prefix });
     await redis.script('FLUSH');
-    const e = { id: 'c', name: 'calculate', status: 'ok' as const, durationMs: 1, round: 'rnd', run: 'r1', at: 'x' };
-    expect(await store.recordResult('s1', 0, e)).toBe(true);
-    expect(await store.recordResult('s1', 0, e)).toBe(false);
+    await store.putSession(sessionS1);
+    await store.markFetched('s1', ['calculate']);
+    expect((await store.getSession('s1'))?.fetched).toEqual(['calculate']);
     await deleteKeys(prefix);
   });
 

@@ -3,11 +3,8 @@ import { EventStreamWriter } from '../events-redis.js';
 import type { StoredPlanned } from '../ledger.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
-import { commitResultsScript } from './lua/commitResults-5.lua.js';
-import { commitRoundScript } from './lua/commitRound-7.lua.js';
+import { commitRoundScript } from './lua/commitRound-6.lua.js';
 import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
-import { finishRoundScript } from './lua/finishRound-1.lua.js';
-import { recordResultScript } from './lua/recordResult-4.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
 import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
@@ -15,7 +12,6 @@ import type {
   BeginRoundInput,
   CachedResult,
   CommitItem,
-  CommitResultsInput,
   CommitRoundInput,
   CommittedRound,
   DedupeEntry,
@@ -164,42 +160,12 @@ export class RedisStore implements Store {
     await this.redis.set(this.keys.cache(tenant, key), JSON.stringify(value), 'PX', px);
   }
 
-  async recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean> {
-    const k = this.keys;
-    const recorded = await runScript(
-      this.redis,
-      recordResultScript,
-      [k.committed(session), k.history(session), k.toolHistory(session, entry.name), k.session(session)],
-      [`${entry.round}|${callIndex}`, JSON.stringify(entry), this.ttlMs],
-    );
-    return Number(recorded) === 1;
-  }
-
-  async commitResults(input: CommitResultsInput): Promise<boolean[]> {
-    const { session, tenant, run, items } = input;
-    if (items.length === 0) return [];
-    const k = this.keys;
-    const keys = [
-      k.committed(session),
-      k.history(session),
-      k.session(session),
-      k.dedupe(session, run),
-      k.dedupeMeta(session, run),
-    ];
-    const args = [this.ttlMs, ...this.itemArgs(session, items, keys)];
-    const reply = (await runScript(this.redis, commitResultsScript, keys, args)) as number[];
-    const recorded = items.map((_, i) => Number(reply[i]) === 1);
-    await this.putCachedItems(tenant, items, recorded);
-    return recorded;
-  }
-
   async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
     const { session, tenant, run, round, items } = input;
     const k = this.keys;
     const events = input.completed && this.events?.prepare(session);
     const keys = [
       k.round(session, run, round),
-      k.committed(session),
       k.history(session),
       k.session(session),
       k.dedupe(session, run),
@@ -212,26 +178,16 @@ export class RedisStore implements Store {
       JSON.stringify(input.response),
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
-      ...this.itemArgs(session, items, keys, { eventData: true }),
+      ...this.itemArgs(session, items, keys),
     ];
-    const reply = (await runScript(this.redis, commitRoundScript, keys, args)) as number[] | string;
-    if (!Array.isArray(reply)) return { fenced: true };
+    if ((await runScript(this.redis, commitRoundScript, keys, args)) === 'fenced') return { fenced: true };
     events?.done();
-    const recorded = items.map((_, i) => Number(reply[i]) === 1);
-    await this.putCachedItems(tenant, items, recorded);
-    return { fenced: false, recorded };
+    await this.putCachedItems(tenant, items);
+    return { fenced: false };
   }
 
-  /**
-   * The 7 script fields of each item (commitResults-5.lua), plus its tool.result data with
-   * `eventData` (commitRound-7.lua), adding each tool's history to `keys`.
-   */
-  private itemArgs(
-    session: string,
-    items: readonly CommitItem[],
-    keys: string[],
-    options: { eventData?: boolean } = {},
-  ): (string | number)[] {
+  /** The 7 script fields of each item (commitRound-6.lua), adding each tool's history to `keys`. */
+  private itemArgs(session: string, items: readonly CommitItem[], keys: string[]): (string | number)[] {
     const toolKey = new Map<string, number>();
     const args: (string | number)[] = [];
     for (const item of items) {
@@ -244,22 +200,21 @@ export class RedisStore implements Store {
       }
       const d = item.dedupe;
       args.push(
-        `${item.entry.round}|${item.callIndex}`,
         JSON.stringify(item.entry),
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
         d ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
         item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
+        JSON.stringify(toolResultData(item.entry)),
       );
-      if (options.eventData) args.push(JSON.stringify(toolResultData(item.entry)));
     }
     return args;
   }
 
-  /** The cache is tenant-scoped (another hash slot): written after the commit, for the items recorded now. */
-  private async putCachedItems(tenant: string, items: readonly CommitItem[], recorded: boolean[]): Promise<void> {
-    const caching = items.filter((item, i) => recorded[i] && item.cache);
+  /** The cache is tenant-scoped (another hash slot): written after the commit. */
+  private async putCachedItems(tenant: string, items: readonly CommitItem[]): Promise<void> {
+    const caching = items.filter((item) => item.cache);
     if (caching.length === 0) return;
     const pipeline = this.redis.pipeline();
     for (const { cache } of caching) {
@@ -355,15 +310,6 @@ export class RedisStore implements Store {
     // The key outlived its round record (both share a TTL, so only after manual deletion): report what is known.
     const fallback: RoundRecord = { round: heldBy, session, run, callsHash: '', state: 'running', createdAt: 0 };
     return { kind, record: held ?? fallback };
-  }
-
-  async finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void> {
-    await runScript(
-      this.redis,
-      finishRoundScript,
-      [this.keys.round(session, run, round)],
-      [JSON.stringify(response), this.ttlMs],
-    );
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {

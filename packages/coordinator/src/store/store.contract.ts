@@ -179,27 +179,43 @@ export function describeStoreContract(
       });
     });
 
-    describe('results and history', () => {
-      it('records a call once however often it is committed', async () => {
-        const e = entry('rnd_1', 'c1', 'calculate');
-        expect(await store.recordResult('s1', 0, e)).toBe(true);
-        expect(await store.recordResult('s1', 0, e)).toBe(false);
-        expect(await store.history('s1')).toEqual([e]);
-      });
+    describe('a round committed at once (commitRound)', () => {
+      let seq = 0;
+      /** Commits items as one round (a fresh one unless `round` names one). */
+      const commit = (items: CommitItem[], o: { session?: string; run?: string; round?: string } = {}) => {
+        const round = o.round ?? `rnd_c${++seq}`;
+        return store.commitRound({
+          session: o.session ?? 's1',
+          tenant: 't1',
+          run: o.run ?? 'r1',
+          round,
+          items,
+          response: { round, results: items.map(({ entry: { round: _r, run: _n, at: _a, ...result } }) => result) },
+        });
+      };
 
-      it('records two calls of one round with different indexes', async () => {
-        expect(await store.recordResult('s1', 0, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
-        expect(await store.recordResult('s1', 1, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
-        expect(await store.history('s1')).toHaveLength(2);
+      it('records a round once however often it is committed: a round done is fenced', async () => {
+        await store.putSession(session('s1'));
+        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_1', idempotencyKey: undefined, callsHash: '' });
+        const d = dedupe('k', 'calculate');
+        const e = entry('rnd_1', 'c1', 'calculate');
+        expect(await commit([item(0, e, { dedupe: d })], { round: 'rnd_1' })).toEqual({ fenced: false });
+        await store.dropDedupe('s1', 'r1', { tool: 'calculate' });
+        expect(await commit([item(0, e, { dedupe: d })], { round: 'rnd_1' })).toEqual({ fenced: true });
+        expect(await store.history('s1')).toEqual([e]);
+        expect(await store.findDedupe('s1', 'r1', 'k')).toBeNull();
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({
+          state: 'done',
+          response: { round: 'rnd_1', results: [result('c1', 'calculate')] },
+        });
       });
 
       it('returns history oldest first, and one tool on request', async () => {
         const a = entry('rnd_1', 'c1', 'read_files');
         const b = entry('rnd_1', 'c2', 'calculate', { status: 'error', error: { code: 'timeout', message: 't' } });
         const c = entry('rnd_2', 'c3', 'read_files', { status: 'deduped', dedupedFrom: 'c1' });
-        await store.recordResult('s1', 0, a);
-        await store.recordResult('s1', 1, b);
-        await store.recordResult('s1', 0, c);
+        await commit([item(0, a), item(1, b)]);
+        await commit([item(0, c)]);
         expect(await store.history('s1')).toEqual([a, b, c]);
         expect(await store.history('s1', 'read_files')).toEqual([a, c]);
         expect(await store.history('s1', 'calculate')).toEqual([b]);
@@ -207,28 +223,10 @@ export function describeStoreContract(
       });
 
       it('keeps histories apart per session', async () => {
-        await store.recordResult('s1', 0, entry('rnd_1', 'c1', 'calculate'));
+        await commit([item(0, entry('rnd_1', 'c1', 'calculate'))]);
         expect(await store.history('s2')).toEqual([]);
-        expect(await store.recordResult('s2', 0, entry('rnd_1', 'c1', 'calculate'))).toBe(true);
-      });
-    });
-
-    describe('a round committed at once (commitResults)', () => {
-      const commit = (items: CommitItem[], run = 'r1') =>
-        store.commitResults({ session: 's1', tenant: 't1', run, items });
-
-      it('records each call once and says which were recorded now', async () => {
-        const a = entry('rnd_1', 'c1', 'calculate');
-        const b = entry('rnd_1', 'c2', 'read_files');
-        expect(await commit([item(0, a), item(1, b)])).toEqual([true, true]);
-        expect(await commit([item(0, a), item(1, b), item(2, entry('rnd_1', 'c3', 'calculate'))])).toEqual([
-          false,
-          false,
-          true,
-        ]);
-        expect((await store.history('s1')).map((e) => e.id)).toEqual(['c1', 'c2', 'c3']);
-        expect((await store.history('s1', 'calculate')).map((e) => e.id)).toEqual(['c1', 'c3']);
-        expect(await store.recordResult('s1', 1, b)).toBe(false);
+        await commit([item(0, entry('rnd_1', 'c1', 'calculate'))], { session: 's2' });
+        expect(await store.history('s2')).toHaveLength(1);
       });
 
       it('puts dedupe entries and caches results of the calls it records', async () => {
@@ -262,18 +260,8 @@ export function describeStoreContract(
         expect(await store.findDedupe('s1', 'r1', 'read|a2')).toEqual(after);
       });
 
-      it('writes nothing again for a call committed before', async () => {
-        const d = dedupe('k', 'calculate');
-        const e = entry('rnd_1', 'c1', 'calculate');
-        await commit([item(0, e, { dedupe: d })]);
-        await store.dropDedupe('s1', 'r1', { tool: 'calculate' });
-        expect(await commit([item(0, e, { dedupe: d })])).toEqual([false]);
-        expect(await store.findDedupe('s1', 'r1', 'k')).toBeNull();
-        expect(await store.history('s1')).toEqual([e]);
-      });
-
-      it('commits nothing for no calls', async () => {
-        expect(await commit([])).toEqual([]);
+      it('commits a round of no calls, recording only its answer', async () => {
+        expect(await commit([])).toEqual({ fenced: false });
         expect(await store.history('s1')).toEqual([]);
       });
     });
@@ -357,15 +345,16 @@ export function describeStoreContract(
       it('stores the response when a round finishes, and a retry sees it', async () => {
         await begin('rnd_1', 'key-1');
         const response = { round: 'rnd_1', results: [result('c1', 'calculate')] };
-        await store.finishRound('s1', 'r1', 'rnd_1', response);
+        await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_1', items: [], response });
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'done', response });
         const retry = await begin('rnd_9', 'key-1');
         expect(retry).toMatchObject({ kind: 'existing', record: { round: 'rnd_1', state: 'done', response } });
       });
 
-      it('knows nothing of a round never begun, even after finishRound', async () => {
+      it('knows nothing of a round never begun, even after a commit under its id', async () => {
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
-        await store.finishRound('s1', 'r1', 'rnd_x', { round: 'rnd_x', results: [] });
+        const response = { round: 'rnd_x', results: [] };
+        await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_x', items: [], response });
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
       });
     });
@@ -414,7 +403,7 @@ export function describeStoreContract(
         expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: true });
         expect(await store.history('s1')).toEqual([]);
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'running' });
-        expect(await commitBy('rnd_1', 'b')).toEqual({ fenced: false, recorded: [true] });
+        expect(await commitBy('rnd_1', 'b')).toEqual({ fenced: false });
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({
           state: 'done',
           response: { round: 'rnd_1', results: [result('c1', 'calculate')] },
@@ -429,7 +418,7 @@ export function describeStoreContract(
 
       it('commits a round once: a second commit of a done round is fenced', async () => {
         await own('rnd_1', 'a');
-        expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: false, recorded: [true] });
+        expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: false });
         expect(await commitBy('rnd_1', 'a', 'c2')).toEqual({ fenced: true });
         expect((await store.history('s1')).map((e) => e.id)).toEqual(['c1']);
         expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'done' });
@@ -452,7 +441,7 @@ export function describeStoreContract(
           items: [item(0, entry('rnd_3', 'c1', 'calculate'))],
           response,
         });
-        expect(out).toEqual({ fenced: false, recorded: [true] });
+        expect(out).toEqual({ fenced: false });
         expect(await store.getRound('s1', 'r1', 'rnd_3')).toMatchObject({ state: 'done', response });
       });
     });

@@ -50,9 +50,9 @@ export interface DedupeInvalidation {
   paths?: string[];
 }
 
-/** One call of a round as pass 3 commits it (DESIGN.md), for `Store.commitResults`. */
+/** One call of a round as pass 3 commits it (DESIGN.md), for `Store.commitRound`. */
 export interface CommitItem {
-  /** The call's index in its round: (round, callIndex) is committed once. */
+  /** The call's index in its round. */
   callIndex: number;
   entry: HistoryEntry;
   /** Put into the run's dedupe map (an `ok` result of a dedupable call). */
@@ -102,11 +102,10 @@ export type TakenRound =
   /** No such round, or one begun without an owner (nothing to resume from). */
   | { kind: 'missing' };
 
-/** What `Store.commitRound` did. */
-export type CommittedRound =
-  | { fenced: false; recorded: boolean[] }
-  /** The round is done or owned by another coordinator: nothing was written. */
-  | { fenced: true };
+/** What `Store.commitRound` did: `fenced` when the round was done or another coordinator's, and nothing was written. */
+export interface CommittedRound {
+  fenced: boolean;
+}
 
 export type BeginRound =
   /** `dedupe`: the run's entries found under the `dedupeKeys` asked for. */
@@ -114,14 +113,6 @@ export type BeginRound =
   | { kind: 'existing'; record: RoundRecord }
   | { kind: 'conflict'; record: RoundRecord }
   | { kind: 'no_session' };
-
-/** What `Store.commitResults` takes. */
-export interface CommitResultsInput {
-  session: string;
-  tenant: string;
-  run: string;
-  items: readonly CommitItem[];
-}
 
 /** What `Store.beginRound` takes. */
 export interface BeginRoundInput {
@@ -184,18 +175,8 @@ export interface Store {
   findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>>;
   putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void>;
 
-  /**
-   * DESIGN.md pass 3: commit is idempotent. Records the entry in the session's results and its
-   * tool's history unless (round, callIndex) was committed before; true when it recorded it.
-   */
-  recordResult(session: string, callIndex: number, entry: HistoryEntry): Promise<boolean>;
+  /** The session's recorded results (or one tool's), oldest first. */
   history(session: string, tool?: string): Promise<HistoryEntry[]>;
-  /**
-   * Pass 3 for a whole round, in item order: for each item not committed before, what
-   * `recordResult`, `putDedupe`, `putCached` and `dropDedupe` would do one by one (a later item
-   * sees an earlier one's dedupe writes). Returns, per item, whether it was recorded now.
-   */
-  commitResults(input: CommitResultsInput): Promise<boolean[]>;
 
   /**
    * Starts a round of an existing session under an idempotency key (or a fresh one when key is
@@ -216,12 +197,14 @@ export interface Store {
    */
   saveDecisions(session: string, run: string, round: string, owner: string, planned: StoredPlanned[]): Promise<boolean>;
   /**
-   * Pass 3 and the round's answer in one step: `commitResults` over the items, then the round
-   * done with `response`. With `owner`, fenced: when the round is done or another coordinator
-   * owns it, nothing is written.
+   * DESIGN.md pass 3 for a whole round, and its answer, in one atomic step: in item order, each
+   * entry appended to the session's history and its tool's, its dedupe entry put, its cache
+   * entry written, what it invalidates dropped (a later item sees an earlier one's writes); then
+   * the round done with `response`. Commit is idempotent: a round already done is fenced and
+   * nothing is written, so committing it twice records its calls once; with `owner`, so is a
+   * round another coordinator owns.
    */
   commitRound(input: CommitRoundInput): Promise<CommittedRound>;
-  finishRound(session: string, run: string, round: string, response: RoundResponse): Promise<void>;
   getRound(session: string, run: string, round: string): Promise<RoundRecord | null>;
 
   /** Store reachable (for /readyz). */

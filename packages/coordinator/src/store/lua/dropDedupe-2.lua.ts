@@ -3,7 +3,7 @@ import { defineScript } from './script.js';
 /**
  * Lua: removes the dedupe entries of `tool` from `entries` and `meta`, all of them when `filter`
  * is nil, else those whose paths meet a path in `filter` (a set). Returns how many went.
- * Shared by dropDedupe and commitResults.
+ * Shared by dropDedupe and commitRound.
  */
 export const DROP_DEDUPE_LUA = `
 local function dropDedupe(entries, meta, tool, filter)
