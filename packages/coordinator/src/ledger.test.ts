@@ -69,6 +69,21 @@ describe.each([
     expect(await ledger.adoptLapsed('b', Date.now())).toEqual({ from: 'a', rounds: [r2] });
   });
 
+  it('takes thousands of finished rounds off in one heartbeat, and adopts thousands at once', async () => {
+    const ledger = make();
+    // Past what one Lua unpack() takes (about 8000 values).
+    const many = Array.from({ length: 20_000 }, (_, i) => ({ session: 's1', run: 'r1', round: `rnd_${i}` }));
+    await ledger.heartbeat('a', 20, []);
+    await Promise.all(many.map((r) => ledger.track(r, 'a')));
+    await ledger.heartbeat('a', 20, many.slice(0, 10_000));
+    await sleep(40);
+    const adopted = await ledger.adoptLapsed('b', Date.now());
+    expect(adopted?.rounds).toHaveLength(10_000);
+    await ledger.heartbeat('b', 20, []);
+    await sleep(40);
+    expect((await ledger.adoptLapsed('c', Date.now()))?.rounds).toHaveLength(10_000);
+  });
+
   it('forgets a coordinator that left', async () => {
     const ledger = make();
     await ledger.heartbeat('a', 20, []);

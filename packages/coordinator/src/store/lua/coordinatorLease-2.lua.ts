@@ -1,5 +1,14 @@
 import { defineScript } from './script.js';
 
+/** Lua: `call(cmd, key, list, from)` runs cmd on key with list[from..] in chunks (unpack takes a few thousand values at most). */
+const IN_CHUNKS_LUA = `
+local function inChunks(cmd, key, list, from)
+  for i = from, #list, 500 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 499, #list)))
+  end
+end
+`;
+
 /** A coordinator's heartbeat: its lease pushed back, and the rounds it finished off its list. */
 export const heartbeatScript = defineScript(
   'heartbeat',
@@ -9,11 +18,10 @@ export const heartbeatScript = defineScript(
   ARGV[1] coordinator id  ARGV[2] lease end ms  ARGV[3] TTL ms of both keys
   ARGV[4..] members of finished rounds
 ]]
+${IN_CHUNKS_LUA}
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if #ARGV > 3 then
-  redis.call('SREM', KEYS[2], unpack(ARGV, 4))
-end
+inChunks('SREM', KEYS[2], ARGV, 4)
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 `,
@@ -28,6 +36,7 @@ export const adoptScript = defineScript(
   ARGV[1] the lapsed coordinator's id  ARGV[2] now ms  ARGV[3] TTL ms of the adopter's list
   Returns the adopted members, or false when the lease is not lapsed (renewed, or adopted already).
 ]]
+${IN_CHUNKS_LUA}
 local until_ms = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not until_ms or tonumber(until_ms) >= tonumber(ARGV[2]) then
   return false
@@ -35,7 +44,7 @@ end
 redis.call('ZREM', KEYS[1], ARGV[1])
 local rounds = redis.call('SMEMBERS', KEYS[2])
 if #rounds > 0 then
-  redis.call('SADD', KEYS[3], unpack(rounds))
+  inChunks('SADD', KEYS[3], rounds, 1)
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end
 redis.call('DEL', KEYS[2])
