@@ -23,7 +23,6 @@ import type {
   Store,
   TakenRound,
 } from './store.js';
-import { toolResultData } from './store.js';
 
 export type { RedisClient } from './lua/script.js';
 export { duplicateClient } from './lua/script.js';
@@ -199,14 +198,15 @@ export class RedisStore implements Store {
         toolKey.set(tool, index);
       }
       const d = item.dedupe;
+      const { entry, event } = entryAndEventJson(item.entry);
       args.push(
-        JSON.stringify(item.entry),
+        entry,
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
         d ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
         item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
-        JSON.stringify(toolResultData(item.entry)),
+        event,
       );
     }
     return args;
@@ -332,6 +332,23 @@ export class RedisStore implements Store {
 
   /** The connection belongs to the caller, who closes it. */
   async close(): Promise<void> {}
+}
+
+/**
+ * A history entry's JSON and its `tool.result` event's (`toolResultData`), from one serialisation
+ * of the result: `{...result, round, run, at}` and `{round, run, ...result}`.
+ */
+function entryAndEventJson(e: HistoryEntry): { entry: string; event: string } {
+  const { round, run, at, ...result } = e;
+  const json = JSON.stringify(result);
+  const r = JSON.stringify(round);
+  const n = JSON.stringify(run);
+  const body = json.slice(1, -1);
+  const sep = body === '' ? '' : ',';
+  return {
+    entry: `{${body}${sep}"round":${r},"run":${n},"at":${JSON.stringify(at)}}`,
+    event: `{"round":${r},"run":${n}${sep}${body}}`,
+  };
 }
 
 /** A session as its hash holds it (`state` JSON plus fetched / auto-approved fields), or null. */
