@@ -79,7 +79,7 @@ export async function createDistributedEngine(
     onError: (e) => log(`recovery: ${e.message}`),
     onRecover: (ref, from) =>
       log(
-        `taking over round ${ref.round} (session ${ref.session}, run ${ref.run}) from coordinator ${from.coordinator}${from.decided ? ', with its confirmations answered' : ''}`,
+        `${from.coordinator === executor.coordinatorId ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${from.coordinator === executor.coordinatorId ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its confirmations answered' : ''}`,
       ),
     ...(options.tools ? { tools: options.tools } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),

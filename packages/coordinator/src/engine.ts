@@ -26,7 +26,7 @@ import {
 import type { DispatchEvent, EventBus } from './events.js';
 import { MemoryEventBus } from './events-memory.js';
 import { executeCalls } from './execute.js';
-import type { RoundLedger, RoundRef, StoredPlanned } from './ledger.js';
+import { type RoundLedger, type RoundRef, roundMember, type StoredPlanned } from './ledger.js';
 import { RunLimiter } from './limiter.js';
 import { getOrCreate } from './maps.js';
 import { type NormalCall, normalizeCall } from './normalize-call.js';
@@ -77,6 +77,9 @@ export interface EngineHooks {
   confirmations?(delta: number): void;
 }
 
+/** How often a round of this coordinator that failed part way is resumed before it is given up. */
+const MAX_ROUND_RETRIES = 5;
+
 /** Where a round taken over from another coordinator starts again. */
 interface Resume {
   /** Pass 1's decisions, kept when a person answered the round's confirmations. */
@@ -113,6 +116,8 @@ export class Engine implements Dispatcher {
   private recoveryTimer: NodeJS.Timeout | undefined;
   /** Rounds finished since the last heartbeat, which takes them off this coordinator's list. */
   private finished: RoundRef[] = [];
+  /** This coordinator's rounds that failed part way (Redis away, say): resumed by the recovery timer. */
+  private readonly stranded = new Map<string, { ref: RoundRef; attempts: number; retrying: boolean }>();
   private readonly runs = new Map<string, AbortController>();
   private readonly active = new Map<string, Set<ActiveRound>>();
   private inFlight = 0;
@@ -328,10 +333,44 @@ export class Engine implements Dispatcher {
         await this.events.publishMany(session, [...committed, { name: 'round.completed', data: completed }]);
       return { round, results };
     };
+    let done = false;
     try {
-      return await (hooks?.round ? hooks.round({ ...ref, calls: rawCalls.length }, body) : body());
+      const response = await (hooks?.round ? hooks.round({ ...ref, calls: rawCalls.length }, body) : body());
+      done = true;
+      return response;
     } finally {
-      if (owner) this.finished.push(ref);
+      if (owner) {
+        if (done) {
+          this.stranded.delete(roundMember(ref));
+          this.finished.push(ref);
+        } else this.strand(ref);
+      }
+    }
+  }
+
+  /** A round of this coordinator that failed part way: kept on its list, and resumed later. */
+  private strand(ref: RoundRef): void {
+    const kept = this.stranded.get(roundMember(ref));
+    if (kept) kept.retrying = false;
+    else this.stranded.set(roundMember(ref), { ref, attempts: 0, retrying: false });
+  }
+
+  /** Resumes stranded rounds (each at most MAX_ROUND_RETRIES times; then it is dropped, and said). */
+  private retryStranded(): void {
+    for (const [key, kept] of this.stranded) {
+      if (kept.retrying) continue;
+      if (++kept.attempts > MAX_ROUND_RETRIES) {
+        this.stranded.delete(key);
+        this.finished.push(kept.ref);
+        this.options.onError?.(
+          new Error(
+            `round ${kept.ref.round} (session ${kept.ref.session}) failed ${MAX_ROUND_RETRIES} times; giving up`,
+          ),
+        );
+        continue;
+      }
+      kept.retrying = true;
+      void this.resumeRound(kept.ref, this.coordinatorId);
     }
   }
 
@@ -359,7 +398,11 @@ export class Engine implements Dispatcher {
       if (busy) return;
       busy = true;
       this.heartbeat(ledger)
-        .then(() => (this.draining ? undefined : this.adoptLapsed(ledger)))
+        .then(() => {
+          if (this.draining) return;
+          this.retryStranded();
+          return this.adoptLapsed(ledger);
+        })
         .catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))))
         .finally(() => {
           busy = false;
@@ -387,21 +430,30 @@ export class Engine implements Dispatcher {
     }
   }
 
+  /** Finishes a round from what the store kept of it: one adopted from `from`, or a stranded one of this coordinator. */
   private async resumeRound(ref: RoundRef, from: string): Promise<void> {
-    const [taken, state] = await Promise.all([
-      this.store.takeRound(ref.session, ref.run, ref.round, this.coordinatorId),
-      this.store.getSession(ref.session),
-    ]);
-    if (taken.kind !== 'taken' || !state) {
-      this.finished.push(ref);
-      return;
+    try {
+      const [taken, state] = await Promise.all([
+        this.store.takeRound(ref.session, ref.run, ref.round, this.coordinatorId),
+        this.store.getSession(ref.session),
+      ]);
+      if (taken.kind !== 'taken' || !state) {
+        this.stranded.delete(roundMember(ref));
+        this.finished.push(ref);
+        return;
+      }
+      this.options.onRecover?.(ref, { coordinator: from, decided: taken.planned !== undefined });
+      const resume: Resume = { origin: taken.origin || from };
+      if (taken.planned) resume.planned = taken.planned;
+      // A failure strands the round again (runRound), for the next attempt.
+      await this.track(ref.session, ref.run, (controller) =>
+        this.runRound(state, ref, taken.calls, controller, resume),
+      );
+    } catch (e) {
+      // takeRound or the session read failed (Redis away): tried again at the next tick.
+      this.strand(ref);
+      this.options.onError?.(e instanceof Error ? e : new Error(String(e)));
     }
-    this.options.onRecover?.(ref, { coordinator: from, decided: taken.planned !== undefined });
-    const resume: Resume = { origin: taken.origin || from };
-    if (taken.planned) resume.planned = taken.planned;
-    await this.track(ref.session, ref.run, (controller) =>
-      this.runRound(state, ref, taken.calls, controller, resume),
-    ).catch((e: unknown) => this.options.onError?.(e instanceof Error ? e : new Error(String(e))));
   }
 
   private async preflight(
@@ -620,8 +672,9 @@ export class Engine implements Dispatcher {
     this.draining = true;
     clearInterval(this.recoveryTimer);
     // Every round is finished (drained): off the coordinators' lists, so nobody adopts an empty one.
+    // Rounds that failed part way stay listed: another coordinator adopts them once this lease lapses.
     const ledger = this.options.ledger;
-    if (ledger) await settleWithin(ledger.leave(this.coordinatorId), 1_000);
+    if (ledger && this.stranded.size === 0) await settleWithin(ledger.leave(this.coordinatorId), 1_000);
     await this.confirmations.close();
     await this.executor.close();
     await this.events.close();

@@ -44,8 +44,20 @@ class OnceExecutor implements Executor {
   async close(): Promise<void> {}
 }
 
+/** A MemoryStore whose next `failCommits` commits throw, as when Redis is away. */
+class FlakyStore extends MemoryStore {
+  failCommits = 0;
+  override async commitRound(input: Parameters<MemoryStore['commitRound']>[0]) {
+    if (this.failCommits > 0) {
+      this.failCommits--;
+      throw new Error('Connection is closed.');
+    }
+    return super.commitRound(input);
+  }
+}
+
 async function twoCoordinators(options: { autoApprove?: 'all' } = {}) {
-  const store = new MemoryStore();
+  const store = new FlakyStore();
   const events = new MemoryEventBus();
   const ledger = new MemoryLedger();
   const executor = new OnceExecutor();
@@ -114,6 +126,22 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect(executor.runs).toHaveLength(1);
     await a.close();
     await b.close();
+  });
+
+  it('is finished later by its own coordinator when it failed part way, and a retry under its key gets the answer', async () => {
+    const { store, executor, a } = await twoCoordinators();
+    await a.startRecovery(20);
+    store.failCommits = 1;
+    executor.release();
+    const calls = [{ id: 'c1', name: 'calculate', args: { expression: '3' } }];
+    const key = { idempotencyKey: 'k-1' };
+    await expect(a.submitRound({ session: 's1', run: 'r1', calls, ...key })).rejects.toThrow(/Connection is closed/);
+    // The retry waits for the round, which the recovery timer resumes and commits.
+    const retried = await a.submitRound({ session: 's1', run: 'r1', calls, ...key });
+    expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '3' } }]);
+    expect(executor.runs).toHaveLength(1);
+    expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
+    await a.close();
   });
 
   it('is not taken over while its coordinator keeps renewing', async () => {
