@@ -4,7 +4,7 @@ import type { StoredPlanned } from '../ledger.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
 import { commitRoundScript } from './lua/commitRound-6.lua.js';
-import { dropDedupeScript } from './lua/dropDedupe-2.lua.js';
+import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
 import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
@@ -115,13 +115,10 @@ export class RedisStore implements Store {
     const entries = this.keys.dedupe(session, run);
     const meta = this.keys.dedupeMeta(session, run);
     const paths = entry.paths ?? null;
-    await this.redis
-      .multi()
-      .hset(entries, entry.key, JSON.stringify(entry))
-      .hset(meta, entry.key, JSON.stringify({ tool: entry.tool, paths }))
-      .pexpire(entries, this.ttlMs)
-      .pexpire(meta, this.ttlMs)
-      .exec();
+    const write = this.redis.multi().hset(entries, entry.key, JSON.stringify(entry)).pexpire(entries, this.ttlMs);
+    if (needsMeta(entry))
+      write.hset(meta, entry.key, JSON.stringify({ tool: entry.tool, paths })).pexpire(meta, this.ttlMs);
+    await write.exec();
   }
 
   async dropDedupe(session: string, run: string, invalidation: DedupeInvalidation): Promise<number> {
@@ -204,7 +201,7 @@ export class RedisStore implements Store {
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
-        d ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
+        d && needsMeta(d) ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
         item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
         event,
       );

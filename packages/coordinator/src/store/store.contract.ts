@@ -123,6 +123,21 @@ export function describeStoreContract(
         expect(await store.findDedupe('s1', 'r1', 'none')).not.toBeNull();
       });
 
+      it('drops entries keyed the way calls are (<tool>|<hash>) the same way, with or without paths', async () => {
+        await store.putDedupe('s1', 'r1', dedupe('find_files|h1', 'find_files'));
+        await store.putDedupe('s1', 'r1', dedupe('find_files_x|h2', 'find_files_x'));
+        await store.putDedupe('s1', 'r1', dedupe('read_files|h3', 'read_files', { paths: ['a.txt'] }));
+        await store.putDedupe('s1', 'r1', dedupe('read_files|h4', 'read_files'));
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'read_files', paths: ['a.txt'] })).toBe(1);
+        expect(await store.findDedupe('s1', 'r1', 'read_files|h3')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'read_files|h4')).not.toBeNull();
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'find_files' })).toBe(1);
+        expect(await store.findDedupe('s1', 'r1', 'find_files|h1')).toBeNull();
+        expect(await store.findDedupe('s1', 'r1', 'find_files_x|h2')).not.toBeNull();
+        expect(await store.dropDedupe('s1', 'r1', { tool: 'read_files' })).toBe(1);
+        expect(await store.findDedupe('s1', 'r1', 'read_files|h4')).toBeNull();
+      });
+
       it('drops nothing for an empty paths list', async () => {
         await store.putDedupe('s1', 'r1', dedupe('a', 'read_files', { paths: ['a.txt'] }));
         expect(await store.dropDedupe('s1', 'r1', { tool: 'read_files', paths: [] })).toBe(0);

@@ -22,7 +22,7 @@ export const commitRoundScript = defineScript(
   ARGV[4] events MINID  ARGV[5] events TTL ms  ARGV[6] "1" to push the events TTL back
   ARGV[7] round.completed data JSON ("" to append no events)
   ARGV[8..] 7 fields per item: entry JSON, index in KEYS of its tool history, dedupe key ("" for
-    none), dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}), invalidations JSON
+    none), dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}; "" when not needed), invalidations JSON
     ([{"tool", "paths"?}], "" for none), tool.result data JSON
   Returns "fenced" (nothing written) when the round is done or owned by another coordinator, else "ok".
 ]]
@@ -42,7 +42,9 @@ for i = 8, #ARGV, 7 do
   touched[tool] = true
   if ARGV[i + 2] ~= '' then
     redis.call('HSET', KEYS[4], ARGV[i + 2], ARGV[i + 3])
-    redis.call('HSET', KEYS[5], ARGV[i + 2], ARGV[i + 4])
+    if ARGV[i + 4] ~= '' then
+      redis.call('HSET', KEYS[5], ARGV[i + 2], ARGV[i + 4])
+    end
     dedupedAny = true
   end
   if ARGV[i + 5] ~= '' then

@@ -2,13 +2,14 @@ import { defineScript } from './script.js';
 
 /**
  * Lua: removes the dedupe entries of `tool` from `entries` and `meta`, all of them when `filter`
- * is nil, else those whose paths meet a path in `filter` (a set). Returns how many went.
- * Shared by dropDedupe and commitRound.
+ * is nil, else those whose paths meet a path in `filter` (a set). Returns how many went. An entry
+ * has meta (`{"tool", "paths"}`) only when it has paths or its key does not start with
+ * `<tool>|` (`needsMeta`): the others are found by their key. Shared by dropDedupe and commitRound.
  */
 export const DROP_DEDUPE_LUA = `
 local function dropDedupe(entries, meta, tool, filter)
-  local all = redis.call('HGETALL', meta)
   local dropped = 0
+  local all = redis.call('HGETALL', meta)
   for i = 1, #all, 2 do
     local m = cjson.decode(all[i + 1])
     if m.tool == tool then
@@ -22,9 +23,17 @@ local function dropDedupe(entries, meta, tool, filter)
         end
       end
       if covered then
-        redis.call('HDEL', entries, all[i])
+        dropped = dropped + redis.call('HDEL', entries, all[i])
         redis.call('HDEL', meta, all[i])
-        dropped = dropped + 1
+      end
+    end
+  end
+  -- Entries without meta (no paths, key "<tool>|<hash>") go when every entry of the tool goes.
+  if filter == nil then
+    local prefix = tool .. '|'
+    for _, k in ipairs(redis.call('HKEYS', entries)) do
+      if string.sub(k, 1, #prefix) == prefix then
+        dropped = dropped + redis.call('HDEL', entries, k)
       end
     end
   end
@@ -49,7 +58,7 @@ export const dropDedupeScript = defineScript(
   2,
   `--[[
   KEYS[1] dedupe entries (HASH key -> entry JSON)
-  KEYS[2] dedupe meta (HASH key -> {"tool", "paths"} JSON)
+  KEYS[2] dedupe meta (HASH key -> {"tool", "paths"} JSON; only for entries that need it)
   ARGV[1] tool  ARGV[2] paths as a JSON array, or "" for every entry of the tool
   Returns the number of entries removed.
 ]]
@@ -61,3 +70,8 @@ end
 return dropDedupe(KEYS[1], KEYS[2], ARGV[1], filter)
 `,
 );
+
+/** Whether a dedupe entry needs a meta record: it has paths, or its key does not name its tool. */
+export function needsMeta(entry: { key: string; tool: string; paths?: readonly string[] }): boolean {
+  return entry.paths !== undefined || !entry.key.startsWith(`${entry.tool}|`);
+}
