@@ -74,7 +74,6 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     run,
     round,
     items,
-    response: { round, results: [...input.results] },
     ...(input.owner ? { owner: input.owner } : {}),
     ...(input.completed ? { completed: input.completed } : {}),
   });

@@ -14,6 +14,7 @@ import type {
   Store,
   TakenRound,
 } from './store.js';
+import { resultOf } from './store.js';
 
 /** A round as kept here: its record, plus what a takeover needs. */
 interface KeptRound extends RoundRecord {
@@ -187,7 +188,7 @@ export class MemoryStore implements Store {
     }
     if (r) {
       r.state = 'done';
-      r.response = clone(input.response);
+      r.response = { round: input.round, results: input.items.map((item) => clone(resultOf(item.entry))) };
       delete r.calls;
       delete r.planned;
     }

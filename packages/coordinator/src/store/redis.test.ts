@@ -80,7 +80,6 @@ describe('RedisStore on Redis', () => {
           cache: { key: 'k2', value: { output: 1, callId: 'c', round: 'rnd2', storedAt: 1 }, ttlMs: 60_000 },
         },
       ],
-      response: { round: 'rnd2', results: [] },
     });
     const keys = await redis.keys(`${prefix}:*`);
     expect(keys.length).toBeGreaterThanOrEqual(10);
@@ -127,7 +126,6 @@ describe('RedisStore on Redis', () => {
           { callIndex: 0, entry: entry('c1') },
           { callIndex: 1, entry: entry('c2') },
         ],
-        response: { round: 'rnd', results: [] },
         completed: { round: 'rnd', run: 'r1' },
       });
     // Fenced: another coordinator owns the round, so nothing is written, events neither.

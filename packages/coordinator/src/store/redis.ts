@@ -3,7 +3,7 @@ import { EventStreamWriter } from '../events-redis.js';
 import type { StoredPlanned } from '../ledger.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
-import { commitRoundScript } from './lua/commitRound-6.lua.js';
+import { commitRoundScript } from './lua/commitRound-5.lua.js';
 import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
 import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
@@ -23,6 +23,7 @@ import type {
   Store,
   TakenRound,
 } from './store.js';
+import { resultOf } from './store.js';
 
 export type { RedisClient } from './lua/script.js';
 export { duplicateClient } from './lua/script.js';
@@ -163,7 +164,6 @@ export class RedisStore implements Store {
     const keys = [
       k.round(session, run, round),
       k.history(session),
-      k.session(session),
       k.dedupe(session, run),
       k.dedupeMeta(session, run),
       k.events(session),
@@ -171,7 +171,7 @@ export class RedisStore implements Store {
     const args = [
       this.ttlMs,
       input.owner ?? '',
-      JSON.stringify(input.response),
+      JSON.stringify(round),
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
       ...this.itemArgs(session, items, keys),
@@ -182,7 +182,11 @@ export class RedisStore implements Store {
     return { fenced: false };
   }
 
-  /** The 7 script fields of each item (commitRound-6.lua), adding each tool's history to `keys`. */
+  /**
+   * The 7 script fields of each item (commitRound-5.lua), adding each tool's history to `keys`.
+   * Each result is serialised once: the script makes the history entry, the event and the
+   * round's answer from it.
+   */
   private itemArgs(session: string, items: readonly CommitItem[], keys: string[]): (string | number)[] {
     const toolKey = new Map<string, number>();
     const args: (string | number)[] = [];
@@ -194,16 +198,16 @@ export class RedisStore implements Store {
         index = keys.length; // Lua's KEYS are 1-based
         toolKey.set(tool, index);
       }
+      const { round, run, at } = item.entry;
       const d = item.dedupe;
-      const { entry, event } = entryAndEventJson(item.entry);
       args.push(
-        entry,
+        JSON.stringify(resultOf(item.entry)),
+        `"round":${JSON.stringify(round)},"run":${JSON.stringify(run)},"at":${JSON.stringify(at)}`,
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
         d && needsMeta(d) ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
         item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
-        event,
       );
     }
     return args;
@@ -329,23 +333,6 @@ export class RedisStore implements Store {
 
   /** The connection belongs to the caller, who closes it. */
   async close(): Promise<void> {}
-}
-
-/**
- * A history entry's JSON and its `tool.result` event's (`toolResultData`), from one serialisation
- * of the result: `{...result, round, run, at}` and `{round, run, ...result}`.
- */
-function entryAndEventJson(e: HistoryEntry): { entry: string; event: string } {
-  const { round, run, at, ...result } = e;
-  const json = JSON.stringify(result);
-  const r = JSON.stringify(round);
-  const n = JSON.stringify(run);
-  const body = json.slice(1, -1);
-  const sep = body === '' ? '' : ',';
-  return {
-    entry: `{${body}${sep}"round":${r},"run":${n},"at":${JSON.stringify(at)}}`,
-    event: `{"round":${r},"run":${n}${sep}${body}}`,
-  };
 }
 
 /** A session as its hash holds it (`state` JSON plus fetched / auto-approved fields), or null. */

@@ -205,7 +205,6 @@ export function describeStoreContract(
           run: o.run ?? 'r1',
           round,
           items,
-          response: { round, results: items.map(({ entry: { round: _r, run: _n, at: _a, ...result } }) => result) },
         });
       };
 
@@ -273,6 +272,30 @@ export function describeStoreContract(
         expect(await store.findDedupe('s1', 'r1', 'old')).toBeNull();
         expect(await store.findDedupe('s1', 'r1', 'read|b')).toEqual(other);
         expect(await store.findDedupe('s1', 'r1', 'read|a2')).toEqual(after);
+      });
+
+      it('keeps each result exactly: in the history, its tool history and the round answer', async () => {
+        await store.putSession(session('s1'));
+        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_9', idempotencyKey: undefined, callsHash: '' });
+        const rich = entry('rnd_9', 'c1', 'read_files', {
+          output: { text: 'quote " backslash \\ brace } comma , "at": 1 — ünïcode ✓', list: [1, { a: null }] },
+          durationMs: 12,
+          ranOn: 'w-1',
+        });
+        const failed = entry('rnd_9', 'c2', 'calculate', {
+          status: 'error',
+          output: undefined,
+          error: { code: 'invalid', message: 'bad "args"', details: { problems: ['x'] } },
+        });
+        await commit([item(0, rich), item(1, failed)], { round: 'rnd_9' });
+        expect(await store.history('s1')).toEqual([rich, failed]);
+        expect(await store.history('s1', 'read_files')).toEqual([rich]);
+        const { round: _r, run: _n, at: _a, ...richResult } = rich;
+        const { round: _r2, run: _n2, at: _a2, ...failedResult } = failed;
+        expect((await store.getRound('s1', 'r1', 'rnd_9'))?.response).toEqual({
+          round: 'rnd_9',
+          results: [richResult, failedResult],
+        });
       });
 
       it('commits a round of no calls, recording only its answer', async () => {
@@ -360,7 +383,13 @@ export function describeStoreContract(
       it('stores the response when a round finishes, and a retry sees it', async () => {
         await begin('rnd_1', 'key-1');
         const response = { round: 'rnd_1', results: [result('c1', 'calculate')] };
-        await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_1', items: [], response });
+        await store.commitRound({
+          session: 's1',
+          tenant: 't1',
+          run: 'r1',
+          round: 'rnd_1',
+          items: [{ callIndex: 0, entry: entry('rnd_1', 'c1', 'calculate') }],
+        });
         expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'done', response });
         const retry = await begin('rnd_9', 'key-1');
         expect(retry).toMatchObject({ kind: 'existing', record: { round: 'rnd_1', state: 'done', response } });
@@ -368,8 +397,7 @@ export function describeStoreContract(
 
       it('knows nothing of a round never begun, even after a commit under its id', async () => {
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
-        const response = { round: 'rnd_x', results: [] };
-        await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_x', items: [], response });
+        await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_x', items: [] });
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
       });
     });
@@ -386,7 +414,6 @@ export function describeStoreContract(
           round,
           owner,
           items: [item(0, entry(round, id, 'calculate'))],
-          response: { round, results: [result(id, 'calculate')] },
         });
       const planned: StoredPlanned[] = [
         {
@@ -454,7 +481,6 @@ export function describeStoreContract(
           run: 'r1',
           round: 'rnd_3',
           items: [item(0, entry('rnd_3', 'c1', 'calculate'))],
-          response,
         });
         expect(out).toEqual({ fenced: false });
         expect(await store.getRound('s1', 'r1', 'rnd_3')).toMatchObject({ state: 'done', response });

@@ -32,6 +32,12 @@ export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
   return { round, run, ...result };
 }
 
+/** A committed call's result, as the round's answer holds it. */
+export function resultOf(entry: HistoryEntry): CallResult {
+  const { round: _round, run: _run, at: _at, ...result } = entry;
+  return result;
+}
+
 /** A successful result remembered for the run's dedupe map. */
 export interface DedupeEntry {
   key: string;
@@ -138,8 +144,8 @@ export interface CommitRoundInput {
   round: string;
   /** The committing coordinator: fenced (nothing written) when another owns the round. */
   owner?: string;
+  /** The round's calls in call order; their results, in that order, are the round's answer. */
   items: readonly CommitItem[];
-  response: RoundResponse;
   /** The `round.completed` data; with it and `appendsEvents`, the round's events are appended. */
   completed?: Record<string, unknown>;
 }
@@ -200,7 +206,7 @@ export interface Store {
    * DESIGN.md pass 3 for a whole round, and its answer, in one atomic step: in item order, each
    * entry appended to the session's history and its tool's, its dedupe entry put, its cache
    * entry written, what it invalidates dropped (a later item sees an earlier one's writes); then
-   * the round done with `response`. Commit is idempotent: a round already done is fenced and
+   * the round done, its answer `{round, results}` made of the items' results. Commit is idempotent: a round already done is fenced and
    * nothing is written, so committing it twice records its calls once; with `owner`, so is a
    * round another coordinator owns.
    */

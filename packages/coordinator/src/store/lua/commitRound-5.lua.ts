@@ -1,0 +1,96 @@
+import { DROP_DEDUPE_LUA } from './dropDedupe-2.lua.js';
+import { APPEND_EVENTS_LUA } from './publishEvents-1.lua.js';
+import { defineScript } from './script.js';
+
+/**
+ * DESIGN.md pass 3 for a whole round, its answer and its events in one step, fenced: item by
+ * item in call order, the entry appended to the session's history and its tool's, the dedupe
+ * entry put, what the call invalidates dropped; the round marked done with its response; then
+ * (when asked) a `tool.result` event per call and `round.completed`. A round already done, or
+ * owned by another coordinator (which took it over), writes nothing and hears `fenced`: so a
+ * round is committed once.
+ */
+export const commitRoundScript = defineScript(
+  'commitRound',
+  5,
+  `--[[
+  KEYS[1] the round (HASH: record, state, owner, response)
+  KEYS[2] session history (LIST)  KEYS[3] the run's dedupe entries (HASH)  KEYS[4] the run's dedupe meta (HASH)
+  KEYS[5] the session's events (STREAM)  KEYS[6..] tool histories (LIST), one per tool the items name
+  ARGV[1] TTL ms  ARGV[2] the committing owner ("" = unfenced)  ARGV[3] the round id as JSON
+  ARGV[4] events MINID  ARGV[5] events TTL ms  ARGV[6] "1" to push the events TTL back
+  ARGV[7] round.completed data JSON ("" to append no events)
+  ARGV[8..] 7 fields per item: its result JSON (a non-empty object), its history fields
+    ('"round":…,"run":…,"at":…'), index in KEYS of its tool history, dedupe key ("" for none),
+    dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}; "" when not needed), invalidations
+    JSON ([{"tool", "paths"?}], "" for none)
+  The history entry is the result with the history fields added at its end; the tool.result event
+  is the result with "round" and "run" first; the round's answer is {"round", "results"} of the
+  results in item order.
+  Returns "fenced" (nothing written) when the round is done or owned by another coordinator, else "ok".
+]]
+local state = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if state[1] == 'done' or (ARGV[2] ~= '' and state[2] and state[2] ~= ARGV[2]) then
+  return 'fenced'
+end
+${DROP_DEDUPE_LUA}
+${APPEND_EVENTS_LUA}
+local events = ARGV[7] ~= ''
+local touched = {}
+local dedupedAny = false
+local metaAny = false
+local results = {}
+for i = 8, #ARGV, 7 do
+  local result = ARGV[i]
+  local body = string.sub(result, 2, -2)
+  local entry = '{' .. body .. ',' .. ARGV[i + 1] .. '}'
+  local tool = KEYS[tonumber(ARGV[i + 2])]
+  table.insert(results, result)
+  redis.call('RPUSH', KEYS[2], entry)
+  redis.call('RPUSH', tool, entry)
+  touched[tool] = true
+  if ARGV[i + 3] ~= '' then
+    redis.call('HSET', KEYS[3], ARGV[i + 3], ARGV[i + 4])
+    if ARGV[i + 5] ~= '' then
+      redis.call('HSET', KEYS[4], ARGV[i + 3], ARGV[i + 5])
+      metaAny = true
+    end
+    dedupedAny = true
+  end
+  if ARGV[i + 6] ~= '' then
+    for _, inv in ipairs(cjson.decode(ARGV[i + 6])) do
+      dropDedupe(KEYS[3], KEYS[4], inv.tool, pathSet(inv.paths))
+    end
+  end
+  if events then
+    -- The event's "round" and "run" are the entry's, which start its history fields.
+    local at = string.find(ARGV[i + 1], ',"at":', 1, true)
+    appendEvent(KEYS[5], ARGV[4], 'tool.result', '{' .. string.sub(ARGV[i + 1], 1, at - 1) .. ',' .. body .. '}')
+  end
+end
+if #results > 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  for tool in pairs(touched) do
+    redis.call('PEXPIRE', tool, ARGV[1])
+  end
+end
+if dedupedAny then
+  redis.call('PEXPIRE', KEYS[3], ARGV[1])
+end
+if metaAny then
+  redis.call('PEXPIRE', KEYS[4], ARGV[1])
+end
+if state[1] then
+  local response = '{"round":' .. ARGV[3] .. ',"results":[' .. table.concat(results, ',') .. ']}'
+  redis.call('HSET', KEYS[1], 'state', 'done', 'response', response)
+  redis.call('HDEL', KEYS[1], 'calls', 'planned')
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+if events then
+  appendEvent(KEYS[5], ARGV[4], 'round.completed', ARGV[7])
+  keepEvents(KEYS[5], ARGV[5], ARGV[6])
+end
+return 'ok'
+`,
+  { moreKeys: true },
+);
