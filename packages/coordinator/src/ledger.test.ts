@@ -1,18 +1,13 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomPrefix, startRedis, type TestRedis } from '../../../test/support/redis.js';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { randomPrefix } from '../../../test/support/redis.js';
+import { useRedis } from '../../../test/support/use-redis.js';
 import { MemoryLedger, type RoundLedger } from './ledger.js';
 import { RedisLedger } from './store/ledger-redis.js';
 
-let server: TestRedis;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-}, 60_000);
-afterAll(async () => {
-  await redis?.quit();
-  await server?.stop();
+useRedis((_server, r) => {
+  redis = r;
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

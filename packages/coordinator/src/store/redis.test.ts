@@ -1,22 +1,16 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomPrefix, startRedis, type TestRedis } from '../../../../test/support/redis.js';
+import { describe, expect, it } from 'vitest';
+import { randomPrefix } from '../../../../test/support/redis.js';
+import { useRedis } from '../../../../test/support/use-redis.js';
 import type { DispatchEvent } from '../events.js';
 import { RedisEventBus } from '../events-redis.js';
 import { RedisStore } from './redis.js';
 import { describeStoreContract } from './store.contract.js';
 import type { SessionState } from './store.js';
 
-let server: TestRedis;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
+useRedis((_server, r) => {
+  redis = r;
 });
 
 async function deleteKeys(prefix: string): Promise<void> {

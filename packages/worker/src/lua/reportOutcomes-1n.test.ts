@@ -1,20 +1,14 @@
 import { OUTCOME_TTL_MS, RUNNING_MARK, redisKeys } from '@tool-dispatch/shared';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomPrefix, startRedis, type TestRedis } from '../../../../test/support/redis.js';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { randomPrefix } from '../../../../test/support/redis.js';
+import { useRedis } from '../../../../test/support/use-redis.js';
 import { reportOutcomesScript } from './reportOutcomes-1n.lua.js';
 import { runScript } from './script.js';
 
-let server: TestRedis;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
+useRedis((_server, r) => {
+  redis = r;
 });
 
 const MARK = `${RUNNING_MARK}job-1`;
