@@ -218,6 +218,26 @@ describe('QueueExecutor with two workers', () => {
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
     });
 
+    it('carries the calls of several rounds admitted in one tick in one job, named after them all', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const a = roundOf(2, (i) => ({ args: { a: i } }));
+      const b = roundOf(3, (i) => ({ args: { b: i }, session: 's2', run: 'r9' }));
+      const outcomes = await Promise.all([...a, ...b].map((c) => exec.execute(c, never())));
+      expect(outcomes.map((o) => o.status === 'ok' && (o.output as { echo: unknown }).echo)).toEqual([
+        { a: 0 },
+        { a: 1 },
+        { b: 0 },
+        { b: 1 },
+        { b: 2 },
+      ]);
+      const q = exec.queues.concurrent;
+      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      const [done] = await q.getJobs(['completed']);
+      expect(done?.id).toBe(`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2`);
+    });
+
     it('cancels one call without its siblings', async () => {
       const prefix = randomPrefix();
       await worker(prefix, 'w-a');

@@ -29,6 +29,7 @@ import {
 } from '@tool-dispatch/shared';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { getOrCreate } from './maps.js';
 import { settleWithin } from './settle.js';
 import { markCarriedScript } from './store/lua/markCarried-n.lua.js';
 import { runScript } from './store/lua/script.js';
@@ -58,6 +59,8 @@ const RESULTS_GROUP = 'coordinator';
 const READ_COUNT = 200;
 const READ_BLOCK_MS = 2_000;
 const RETRY_MS = 200;
+/** The most calls one job carries (a tick's concurrent calls beyond it go in further jobs). */
+const MAX_CALLS_PER_JOB = 64;
 /** How often the results read so far are trimmed from the stream. */
 const RESULTS_TRIM_MS = 1_000;
 
@@ -76,14 +79,14 @@ interface Pending {
   cancelled?: boolean;
 }
 
-/** One BullMQ job: a call, or a batch of one round's concurrent calls admitted together. */
+/** One BullMQ job: a serial call, or the concurrent calls admitted together (of one round or several). */
 interface Carrier {
   jobId: string;
   queue: QueueClass;
   calls: readonly Pending[];
 }
 
-/** Calls of one round admitted in the same tick, gathered into one job. */
+/** Calls admitted in the same tick, gathered into one job. */
 interface Gathering {
   calls: Pending[];
   enqueued: Promise<void>;
@@ -264,11 +267,16 @@ export class QueueExecutor implements Executor {
     await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
   }
 
-  /** Adds a call to its round's job, enqueued once every call admitted in this tick has joined. */
+  /**
+   * Adds a call to the job of this tick, enqueued once every call admitted in this tick has joined:
+   * the concurrent calls of all rounds admitted together (each run's limit already applied) share
+   * one job, up to MAX_CALLS_PER_JOB; a serial call is a job of its own.
+   */
   private gather(entry: Pending): Promise<void> {
     const { job } = entry;
-    // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own.
-    const key = job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `${job.session}\u0000${job.round}`;
+    // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own. A takeover's
+    // calls (origin) travel apart: their worker checks them before it starts them.
+    const key = job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `concurrent\u0000${job.origin ?? ''}`;
     let gathering = this.gathering.get(key);
     if (!gathering) {
       let resolve: () => void = () => {};
@@ -287,25 +295,19 @@ export class QueueExecutor implements Executor {
       });
     }
     gathering.calls.push(entry);
+    // Full: the next call of this tick starts another job (this one still goes at the tick's end).
+    if (gathering.calls.length >= MAX_CALLS_PER_JOB && this.gathering.get(key) === gathering)
+      this.gathering.delete(key);
     return gathering.enqueued;
   }
 
   private async enqueue(gathered: readonly Pending[]): Promise<void> {
     await this.ready;
     // Calls cancelled while gathering are not sent.
-    const calls = gathered
-      .filter((c) => this.pending.get(c.jobId) === c)
-      .sort((a, b) => a.job.callIndex - b.job.callIndex);
+    const calls = gathered.filter((c) => this.pending.get(c.jobId) === c);
     const first = calls[0]?.job;
     if (!first) return;
-    const carrier: Carrier = {
-      jobId: batchJobIdFor(
-        first.round,
-        calls.map((c) => c.job.callIndex),
-      ),
-      queue: first.queue,
-      calls,
-    };
+    const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, calls };
     for (const c of calls) c.carrier = carrier;
     const payload: QueuedJob = {
       calls: calls.map((c) => c.job),
@@ -470,6 +472,23 @@ export class QueueExecutor implements Executor {
     if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
     return { status: 'error', code: 'handler_error', message: failedReason, durationMs: elapsed };
   }
+}
+
+/**
+ * A job's id from the calls it carries (idempotent enqueue): `<round>-<i>.<j>…` per round, in the
+ * order the rounds joined, joined by `+`.
+ */
+function carrierJobId(calls: readonly Pending[]): string {
+  const byRound = new Map<string, number[]>();
+  for (const c of calls) getOrCreate(byRound, c.job.round, () => []).push(c.job.callIndex);
+  return [...byRound]
+    .map(([round, indexes]) =>
+      batchJobIdFor(
+        round,
+        indexes.sort((a, b) => a - b),
+      ),
+    )
+    .join('+');
 }
 
 function notStarted(job: ExecJob, durationMs: number): ExecOutcome {

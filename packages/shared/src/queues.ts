@@ -36,12 +36,12 @@ export const CANCEL_TTL_MS = 10 * 60_000;
 export const RESULTS_STREAM_TTL_MS = 24 * 60 * 60_000;
 
 /**
- * The BullMQ payload: the calls of one round admitted together (a batch of concurrent calls, or
- * one call), plus where to send their outcomes. Each call keeps its own id, deadline, outcome
- * and cancellation; the job only carries them.
+ * The BullMQ payload: calls one coordinator admitted together (the concurrent calls of the rounds
+ * admitted in one tick, or one serial call), plus where to send their outcomes. Each call keeps
+ * its own id, deadline, outcome and cancellation; the job only carries them.
  */
 export interface QueuedJob {
-  /** In call order; all of one session, run and round, and of one queue. */
+  /** All of one queue; a round's calls in call order. */
   calls: ExecJob[];
   /** Key of the owning coordinator's results stream (RedisKeys.results). */
   replyTo: string;
@@ -106,9 +106,7 @@ export function parseQueuedJob(data: unknown): QueuedJob | undefined {
   const calls = data.calls;
   if (!Array.isArray(calls) || calls.length === 0 || !calls.every(isExecJob)) return undefined;
   const first = calls[0] as ExecJob;
-  if (calls.some((c) => c.session !== first.session || c.round !== first.round || c.queue !== first.queue)) {
-    return undefined;
-  }
+  if (calls.some((c) => c.queue !== first.queue)) return undefined;
   return data as unknown as QueuedJob;
 }
 
