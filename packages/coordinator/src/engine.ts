@@ -49,7 +49,7 @@ export interface EngineOptions {
   /** Workers alive (distributed mode); readiness needs at least one. */
   workersAlive?: () => Promise<number>;
   hooks?: EngineHooks;
-  /** Round leases and progress, so another coordinator can finish a round whose coordinator died. */
+  /** Coordinator leases and round lists, so another coordinator can finish the rounds of one that died. */
   ledger?: RoundLedger;
   /** This coordinator's id, as lease owner (default: a fresh id). */
   coordinatorId?: string;
