@@ -1,3 +1,4 @@
+import { type Answer, readReply } from '../support/http.js';
 import { readEventStream } from '../support/sse.js';
 
 /** A result as API.md describes it (read loosely: tests check the fields). */
@@ -21,13 +22,7 @@ export interface RoundAnswer {
   content?: Array<{ type: string; tool_use_id: string; content: unknown; is_error: unknown }>;
 }
 
-export interface Answer {
-  status: number;
-  text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON answers, checked by the tests
-  json: any;
-  headers: Headers;
-}
+export type { Answer };
 
 export interface Call {
   id: string;
@@ -70,15 +65,7 @@ export class Api {
       init.body = typeof body === 'string' ? body : JSON.stringify(body);
       if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
     }
-    const res = await fetch(this.base + p, init);
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, text, json, headers: res.headers };
+    return readReply(await fetch(this.base + p, init));
   }
 
   /** PUT a session; 200 expected. */

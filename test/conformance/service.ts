@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../support/net.js';
 import { randomPrefix } from '../support/redis.js';
 import type { TargetServer } from './target-server.js';
 
@@ -304,18 +305,6 @@ function newestSource(dir: string): { file: string; mtimeMs: number } | undefine
     }
   }
   return best;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const a = server.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Deletes every key under `prefix:` (a shared REDIS_URL stays clean). Raw RESP: SCAN + UNLINK. */

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/net.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 
 // DESIGN.md distributed shape: "A round's progress is stored so that another coordinator can
@@ -22,17 +22,6 @@ interface Proc {
 let redis: TestRedis;
 let workspaces: string;
 const procs: Proc[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
   const port = await freePort();

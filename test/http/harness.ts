@@ -10,6 +10,7 @@ import {
   type Dispatcher,
 } from '@tool-dispatch/coordinator';
 import { type DispatchConfigOptions, resolveConfig } from '@tool-dispatch/shared';
+import { type Answer, readReply } from '../support/http.js';
 import { readEventStream } from '../support/sse.js';
 
 export interface Harness {
@@ -22,13 +23,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export interface ApiAnswer {
-  status: number;
-  text: string;
-  // biome-ignore lint/suspicious/noExplicitAny: test helper reads arbitrary JSON answers
-  json: any;
-  headers: Headers;
-}
+export type ApiAnswer = Answer;
 
 export interface HarnessOptions {
   config?: DispatchConfigOptions;
@@ -66,15 +61,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         const h = init.headers as Record<string, string>;
         if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
       }
-      const res = await fetch(base + p, init);
-      const text = await res.text();
-      let json: unknown;
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, text, json, headers: res.headers };
+      return readReply(await fetch(base + p, init));
     },
     async close() {
       await engine.drain();

@@ -4,10 +4,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type Answer, readReply } from '../support/http.js';
+import { freePort } from '../support/net.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(ROOT, 'bin/tool-dispatch');
@@ -43,19 +44,6 @@ export interface StackEnv {
   workspaceRoot: string;
   /** OTEL_*, TD_API_TOKEN, TD_HTTP_ALLOW, ... */
   extra?: Record<string, string>;
-}
-
-/** A port free a moment ago (the worker's metrics port has no `0 = pick one`: 0 turns it off). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function makeWorkspaceRoot(): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -203,13 +191,7 @@ export async function waitForOk(url: string, timeoutMs = 20_000): Promise<void> 
   throw new Error(`${url} did not answer 200 within ${timeoutMs} ms (last: ${last})`);
 }
 
-export interface JsonAnswer {
-  status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  json: any;
-  text: string;
-  headers: Headers;
-}
+export type JsonAnswer = Answer;
 
 /** One HTTP request with a JSON body (when given); the answer parsed when it is JSON. */
 export async function request(
@@ -218,17 +200,11 @@ export async function request(
 ): Promise<JsonAnswer> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, {
-    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers,
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text, headers: res.headers };
+  return readReply(
+    await fetch(url, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers,
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    }),
+  );
 }
