@@ -36,6 +36,8 @@ export type {
 export { ID_PATTERN, isValidId, newId } from './ids.js';
 export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';
+export type { LuaScript, ScriptClient } from './lua-script.js';
+export { defineScript, runScript } from './lua-script.js';
 export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
 export {
   batchJobIdFor,

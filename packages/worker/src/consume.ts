@@ -28,6 +28,7 @@ import {
   type RedisKeys,
   RUNNING_MARK,
   redisKeys,
+  runScript,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
   tryParseJson,
@@ -39,7 +40,6 @@ import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';
 import { recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
 import { reportOutcomesScript } from './lua/reportOutcomes-1n.lua.js';
-import { runScript } from './lua/script.js';
 import { startCallsScript } from './lua/startCalls-2n.lua.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { HandlerRegistry } from './registry.js';

@@ -1,8 +1,9 @@
-import { defineScript } from './script.js';
+import { defineScript } from '@tool-dispatch/shared';
 
 /** Records calls' outcomes once: the first outcome of a call stands (a late or repeated report changes nothing). */
 export const recordOutcomesScript = defineScript(
   'recordOutcomes',
+  1,
   `--[[
   KEYS[i] call i's outcome key (STRING)
   ARGV[1] the reporting job's running mark ("running <job id>")  ARGV[2] outcome TTL ms
@@ -22,4 +23,5 @@ for i = 1, #KEYS do
 end
 return out
 `,
+  { moreKeys: true },
 );

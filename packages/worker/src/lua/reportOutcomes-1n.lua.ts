@@ -1,4 +1,4 @@
-import { defineScript } from './script.js';
+import { defineScript } from '@tool-dispatch/shared';
 
 /**
  * Records calls' outcomes once and sends them to the coordinator's results stream in one step,
@@ -7,6 +7,7 @@ import { defineScript } from './script.js';
  */
 export const reportOutcomesScript = defineScript(
   'reportOutcomes',
+  1,
   `--[[
   KEYS[1] the results stream (STREAM)  KEYS[1+i] fresh call i's outcome key (STRING)
   ARGV[1] the reporting job's running mark ("running <job id>")  ARGV[2] outcome TTL ms
@@ -48,4 +49,5 @@ if #fields > 0 then
 end
 return out
 `,
+  { moreKeys: true },
 );

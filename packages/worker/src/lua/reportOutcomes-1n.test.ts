@@ -1,10 +1,9 @@
-import { OUTCOME_TTL_MS, RUNNING_MARK, redisKeys } from '@tool-dispatch/shared';
+import { OUTCOME_TTL_MS, RUNNING_MARK, redisKeys, runScript } from '@tool-dispatch/shared';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
 import { reportOutcomesScript } from './reportOutcomes-1n.lua.js';
-import { runScript } from './script.js';
 
 let redis: Redis;
 useRedis((_server, r) => {

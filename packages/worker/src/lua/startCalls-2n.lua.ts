@@ -1,4 +1,4 @@
-import { defineScript } from './script.js';
+import { defineScript } from '@tool-dispatch/shared';
 
 /**
  * Before a job runs its calls: which to run, which were cancelled, which already have an
@@ -6,6 +6,7 @@ import { defineScript } from './script.js';
  */
 export const startCallsScript = defineScript(
   'startCalls',
+  2,
   `--[[
   KEYS[2i-1] call i's cancel mark (STRING)  KEYS[2i] call i's outcome key (STRING)
   ARGV[1] this job's running mark ("running <job id>")  ARGV[2] outcome TTL ms
@@ -32,4 +33,5 @@ for i = 1, #KEYS, 2 do
 end
 return out
 `,
+  { moreKeys: true },
 );
