@@ -1,4 +1,4 @@
-import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { DuePerKey, EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import type { DispatchEvent, EventBus, EventName } from './events.js';
 import { publishEventsScript } from './store/lua/publishEvents-1.lua.js';
 import { duplicateClient, type RedisClient, runScript } from './store/lua/script.js';
@@ -19,7 +19,6 @@ const READ_COUNT = 100;
 const RETRY_MS = 250;
 /** A stream lives this long past the replay window after its last TTL push (at most this often). */
 const EXPIRE_SLACK_MS = 60_000;
-const MAX_EXPIRE_MEMO = 10_000;
 
 type StreamEntry = [id: string, fields: string[]];
 
@@ -149,7 +148,7 @@ export class RedisEventBus implements EventBus {
  */
 export class EventStreamWriter {
   /** When this process last pushed back each stream's TTL. */
-  private readonly expiredAt = new Map<string, number>();
+  private readonly expiry = new DuePerKey(EXPIRE_SLACK_MS);
 
   constructor(
     private readonly keys: RedisKeys,
@@ -161,14 +160,12 @@ export class EventStreamWriter {
     const key = this.keys.events(session);
     const now = Date.now();
     const minId = String(Math.max(0, now - this.replayMs));
-    const refresh = now - (this.expiredAt.get(key) ?? 0) >= EXPIRE_SLACK_MS;
+    const refresh = this.expiry.due(key, now);
     return {
       key,
       args: [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0'],
       done: () => {
-        if (!refresh) return;
-        if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
-        this.expiredAt.set(key, now);
+        if (refresh) this.expiry.done(key, now);
       },
     };
   }

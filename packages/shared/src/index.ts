@@ -38,6 +38,7 @@ export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { LuaScript, ScriptClient } from './lua-script.js';
 export { defineScript, runScript } from './lua-script.js';
+export { DuePerKey } from './periodic.js';
 export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
 export {
   batchJobIdFor,

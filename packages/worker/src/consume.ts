@@ -9,6 +9,7 @@ import {
   type Attributes,
   type CancelMessage,
   coalesceWrites,
+  DuePerKey,
   type ExecJob,
   type ExecOutcome,
   FINISHED_JOB_RETENTION_S,
@@ -347,7 +348,6 @@ interface ReplyTarget {
 
 /** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
 const STREAM_EXPIRE_EVERY_MS = 60_000;
-const MAX_EXPIRE_MEMO = 10_000;
 
 /**
  * Records each call's outcome once (its outcome key) and sends it to the owning coordinator's
@@ -355,7 +355,7 @@ const MAX_EXPIRE_MEMO = 10_000;
  * case), else a record then a send. Outcomes of one job known in the same tick go out together.
  */
 class Reporter {
-  private readonly expiredAt = new Map<string, number>();
+  private readonly expiry = new DuePerKey(STREAM_EXPIRE_EVERY_MS);
 
   constructor(
     private readonly redis: Redis,
@@ -472,10 +472,8 @@ class Reporter {
 
   /** Whether the stream's TTL is due to be pushed back (at most once a STREAM_EXPIRE_EVERY_MS); notes it as done. */
   private isExpireDue(replyTo: string): boolean {
-    const now = Date.now();
-    if (now - (this.expiredAt.get(replyTo) ?? 0) < STREAM_EXPIRE_EVERY_MS) return false;
-    if (this.expiredAt.size >= MAX_EXPIRE_MEMO) this.expiredAt.clear();
-    this.expiredAt.set(replyTo, now);
+    if (!this.expiry.due(replyTo)) return false;
+    this.expiry.done(replyTo);
     return true;
   }
 
