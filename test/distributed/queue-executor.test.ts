@@ -55,6 +55,7 @@ function job(name: string, args: Record<string, unknown>, over: Partial<ExecJob>
 }
 
 const never = () => new AbortController().signal;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const lines = async (file: string) =>
   (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l.length > 0);
 
@@ -126,6 +127,22 @@ describe('QueueExecutor with two workers', () => {
     for (const n of ['test_echo', 'test_sleep', 'test_side_effect', 'test_fail']) expect(names.has(n)).toBe(true);
     await a.close();
     expect(await exec.workersAlive()).toBe(1);
+  });
+
+  it('answers the handler set it knows while it reads a fresh one, and waits once that set is too old', async () => {
+    const prefix = randomPrefix();
+    const a = await worker(prefix, 'w-a');
+    const exec = await executor(prefix, { handlerCacheMs: 300 });
+    expect((await exec.handlerNames()).has('test_echo')).toBe(true);
+    await a.close(); // leaves: its announcement is gone at once
+    await sleep(400);
+    // Stale (older than 300 ms, younger than 600 ms): answered at once, refreshed behind it.
+    expect((await exec.handlerNames()).has('test_echo')).toBe(true);
+    await waitFor(async () => (await exec.handlerNames()).size === 0);
+    // Too old (past twice the period): the next call waits for a fresh read.
+    await worker(prefix, 'w-b');
+    await sleep(700);
+    expect((await exec.handlerNames()).has('test_echo')).toBe(true);
   });
 
   it('knows no handlers when no worker is alive', async () => {

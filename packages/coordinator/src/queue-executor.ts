@@ -47,7 +47,7 @@ export interface QueueExecutorOptions {
    * (default: enough for a dead worker's lock to expire and the stalled check to notice twice).
    */
   overdueGraceMs?: number;
-  /** How long handlerNames() reuses what it read (default 1 s). */
+  /** How long handlerNames() reuses what it read before reading again (default 1 s). */
   handlerCacheMs?: number;
   /** Called with infrastructure errors it recovers from (Redis reconnecting and the like). */
   onError?: (error: Error) => void;
@@ -120,6 +120,7 @@ export class QueueExecutor implements Executor {
   private readonly ready: Promise<void>;
   private readonly poller: NodeJS.Timeout;
   private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
+  private handlersRefresh: Promise<ReadonlySet<string>> | undefined;
   private closed = false;
   private readLoop: Promise<void> | undefined;
 
@@ -209,17 +210,31 @@ export class QueueExecutor implements Executor {
     }
   }
 
-  /** Union of the handler names announced by live workers. */
+  /**
+   * Union of the handler names announced by live workers, read at most once a `handlerCacheMs`.
+   * A set older than that is still answered while a fresh one is read in the background (so no
+   * round waits on the refresh), up to twice that age; older than that, or none yet, it is
+   * awaited. A departed worker's announcement outlives it by up to 3 heartbeats anyway.
+   */
   handlerNames(): Promise<ReadonlySet<string>> {
     const now = Date.now();
-    if (!this.handlersRead || now - this.handlersRead.at > this.handlerCacheMs) {
-      const names = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
-      names.catch(() => {
-        this.handlersRead = undefined;
-      });
-      this.handlersRead = { at: now, names };
+    const known = this.handlersRead;
+    if (known && now - known.at <= this.handlerCacheMs) return known.names;
+    if (!this.handlersRefresh) {
+      const refresh = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
+      this.handlersRefresh = refresh;
+      refresh.then(
+        () => {
+          this.handlersRead = { at: now, names: refresh };
+          this.handlersRefresh = undefined;
+        },
+        () => {
+          this.handlersRefresh = undefined;
+        },
+      );
     }
-    return this.handlersRead.names;
+    if (known && now - known.at <= 2 * this.handlerCacheMs) return known.names;
+    return this.handlersRefresh;
   }
 
   /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
