@@ -41,3 +41,11 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ ['__proto__']: 1 })).toBe(reference({ ['__proto__']: 1 }));
   });
 });
+
+describe('callKey', () => {
+  it('is the tool name and the first 32 hex digits of the sha256 of the canonical args (keys stored in Redis stay valid across versions)', () => {
+    expect(callKey('read_files', { b: 2, a: [1, { d: 'x', c: null }] })).toBe(
+      'read_files|447ad8b2e4e727f5366dbf09eef53ac1',
+    );
+  });
+});
