@@ -22,8 +22,13 @@ export const reportOutcomesScript = defineScript(
 local fresh = #KEYS - 1
 local out = {}
 local fields = {}
+-- One MGET for every fresh key's current value (a job carries at most 64 calls: the coordinator's MAX_CALLS_PER_JOB).
+local current = {}
+if fresh > 0 then
+  current = redis.call('MGET', unpack(KEYS, 2))
+end
 for i = 1, fresh do
-  local v = redis.call('GET', KEYS[1 + i])
+  local v = current[i]
   if not v or v == ARGV[1] then
     redis.call('SET', KEYS[1 + i], ARGV[4 + 2 * i], 'PX', ARGV[2])
     out[i] = 1

@@ -20,7 +20,8 @@ export const beginRoundScript = defineScript(
   or {"no_session"} (nothing written) when the session does not exist.
 ]]
 ${APPEND_EVENTS_LUA}
-if redis.call('EXISTS', KEYS[3]) == 0 then
+local session = redis.call('HGETALL', KEYS[3])
+if #session == 0 then
   return {'no_session'}
 end
 if ARGV[5] == '1' then
@@ -37,9 +38,10 @@ if ARGV[5] == '1' then
   redis.call('SET', KEYS[2], ARGV[1] .. '|' .. ARGV[2], 'PX', ARGV[4])
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
 if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[1], 'owner', ARGV[6], 'calls', ARGV[7])
+  redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running', 'owner', ARGV[6], 'calls', ARGV[7])
+else
+  redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
@@ -51,6 +53,6 @@ local found = {}
 if #ARGV > 11 then
   found = redis.call('HMGET', KEYS[5], unpack(ARGV, 12))
 end
-return {'new', redis.call('HGETALL', KEYS[3]), found}
+return {'new', session, found}
 `,
 );

@@ -36,28 +36,53 @@ end
 ${DROP_DEDUPE_LUA}
 ${APPEND_EVENTS_LUA}
 local events = ARGV[7] ~= ''
-local touched = {}
+-- Writes are gathered and sent as one RPUSH per list and one HSET per hash (a command from Lua
+-- costs about as much as the work it does here); the dedupe puts gathered so far go out before an
+-- invalidation, which must see them, so the order of puts and drops is the items' order.
+local history = {}
+local byTool = {}
+local tools = {}
+local dedupe = {}
+local meta = {}
 local dedupedAny = false
 local metaAny = false
 local results = {}
+local function putDedupe()
+  if #dedupe > 0 then
+    redis.call('HSET', KEYS[3], unpack(dedupe))
+    dedupe = {}
+  end
+  if #meta > 0 then
+    redis.call('HSET', KEYS[4], unpack(meta))
+    meta = {}
+  end
+end
 for i = 8, #ARGV, 7 do
   local result = ARGV[i]
   local body = string.sub(result, 2, -2)
   local entry = '{' .. body .. ',' .. ARGV[i + 1] .. '}'
   local tool = KEYS[tonumber(ARGV[i + 2])]
   table.insert(results, result)
-  redis.call('RPUSH', KEYS[2], entry)
-  redis.call('RPUSH', tool, entry)
-  touched[tool] = true
+  table.insert(history, entry)
+  local list = byTool[tool]
+  if not list then
+    list = {}
+    byTool[tool] = list
+    table.insert(tools, tool)
+  end
+  table.insert(list, entry)
   if ARGV[i + 3] ~= '' then
-    redis.call('HSET', KEYS[3], ARGV[i + 3], ARGV[i + 4])
+    table.insert(dedupe, ARGV[i + 3])
+    table.insert(dedupe, ARGV[i + 4])
     if ARGV[i + 5] ~= '' then
-      redis.call('HSET', KEYS[4], ARGV[i + 3], ARGV[i + 5])
+      table.insert(meta, ARGV[i + 3])
+      table.insert(meta, ARGV[i + 5])
       metaAny = true
     end
     dedupedAny = true
   end
   if ARGV[i + 6] ~= '' then
+    putDedupe()
     for _, inv in ipairs(cjson.decode(ARGV[i + 6])) do
       dropDedupe(KEYS[3], KEYS[4], inv.tool, pathSet(inv.paths))
     end
@@ -68,9 +93,12 @@ for i = 8, #ARGV, 7 do
     appendEvent(KEYS[5], ARGV[4], 'tool.result', '{' .. string.sub(ARGV[i + 1], 1, at - 1) .. ',' .. body .. '}')
   end
 end
+putDedupe()
 if #results > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(history))
   redis.call('PEXPIRE', KEYS[2], ARGV[1])
-  for tool in pairs(touched) do
+  for _, tool in ipairs(tools) do
+    redis.call('RPUSH', tool, unpack(byTool[tool]))
     redis.call('PEXPIRE', tool, ARGV[1])
   end
 end
