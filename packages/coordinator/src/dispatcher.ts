@@ -39,7 +39,9 @@ export type RequestErrorCode =
   | 'invalid_request'
   | 'confirmation_not_found'
   | 'confirmation_ambiguous'
-  | 'shutting_down';
+  | 'shutting_down'
+  /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
+  | 'round_failed';
 
 export class RequestError extends Error {
   constructor(

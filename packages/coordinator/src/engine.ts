@@ -77,8 +77,11 @@ export interface EngineHooks {
   confirmations?(delta: number): void;
 }
 
-/** How often a round of this coordinator that failed part way is resumed before it is given up. */
-const MAX_ROUND_RETRIES = 5;
+/**
+ * How often a round of this coordinator that failed part way is resumed before it is given up
+ * (marked failed, so a retry under its Idempotency-Key hears so instead of waiting).
+ */
+export const MAX_ROUND_RETRIES = 5;
 
 /** Where a round taken over from another coordinator starts again. */
 interface Resume {
@@ -239,11 +242,15 @@ export class Engine implements Dispatcher {
     );
   }
 
-  /** Waits for a round started elsewhere (a retry with the same Idempotency-Key) and returns its answer. */
+  /**
+   * Waits for a round started elsewhere (a retry with the same Idempotency-Key) and returns its
+   * answer; a round its coordinator gave up on (failed) throws `round_failed`.
+   */
   private async awaitRound(session: string, run: string, round: string, signal?: AbortSignal): Promise<RoundResponse> {
     for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
       const rec = await this.store.getRound(session, run, round);
       if (rec?.state === 'done' && rec.response) return rec.response;
+      if (rec?.state === 'failed') throw new RequestError('round_failed', rec.error ?? `round ${round} failed`);
       if (signal?.aborted) throw new RequestError('invalid_request', 'the request was aborted');
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -355,22 +362,38 @@ export class Engine implements Dispatcher {
     else this.stranded.set(roundMember(ref), { ref, attempts: 0, retrying: false });
   }
 
-  /** Resumes stranded rounds (each at most MAX_ROUND_RETRIES times; then it is dropped, and said). */
+  /**
+   * Resumes stranded rounds, each at most MAX_ROUND_RETRIES times; then it is given up: marked
+   * failed in the store (tried again at each tick until that is written), dropped, and said.
+   */
   private retryStranded(): void {
     for (const [key, kept] of this.stranded) {
       if (kept.retrying) continue;
       if (++kept.attempts > MAX_ROUND_RETRIES) {
-        this.stranded.delete(key);
-        this.finished.push(kept.ref);
-        this.options.onError?.(
-          new Error(
-            `round ${kept.ref.round} (session ${kept.ref.session}) failed ${MAX_ROUND_RETRIES} times; giving up`,
-          ),
-        );
+        kept.retrying = true;
+        void this.giveUp(key, kept.ref);
         continue;
       }
       kept.retrying = true;
       void this.resumeRound(kept.ref, this.coordinatorId);
+    }
+  }
+
+  private async giveUp(key: string, ref: RoundRef): Promise<void> {
+    const { session, run, round } = ref;
+    const why = `the round could not be finished: it failed ${MAX_ROUND_RETRIES + 1} times on coordinator ${this.coordinatorId}, so the outcome of its calls is unknown`;
+    try {
+      // false: no longer this coordinator's to end (taken over, or done); either way, not its to keep.
+      await this.store.failRound(session, run, round, this.coordinatorId, why);
+      this.stranded.delete(key);
+      this.finished.push(ref);
+      this.options.onError?.(
+        new Error(`round ${round} (session ${session}) failed ${MAX_ROUND_RETRIES + 1} times; given up`),
+      );
+    } catch (e) {
+      const kept = this.stranded.get(key);
+      if (kept) kept.retrying = false;
+      this.options.onError?.(e instanceof Error ? e : new Error(String(e)));
     }
   }
 

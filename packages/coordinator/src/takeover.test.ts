@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ExecJob, type ExecOutcome, type Executor, resolveConfig } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { Engine } from './engine.js';
+import { Engine, MAX_ROUND_RETRIES } from './engine.js';
 import type { DispatchEvent } from './events.js';
 import { MemoryEventBus } from './events-memory.js';
 import { MemoryLedger } from './ledger.js';
@@ -56,14 +56,23 @@ class FlakyStore extends MemoryStore {
   }
 }
 
-async function twoCoordinators(options: { autoApprove?: 'all' } = {}) {
+async function twoCoordinators(options: { autoApprove?: 'all'; onError?: (e: Error) => void } = {}) {
   const store = new FlakyStore();
   const events = new MemoryEventBus();
   const ledger = new MemoryLedger();
   const executor = new OnceExecutor();
   const config = resolveConfig({ workspaceRoot: mkdtempSync(path.join(tmpdir(), 'td-takeover-')) }, {});
   const engine = (id: string) =>
-    new Engine({ config, executor, store, events, ledger, coordinatorId: id, leaseMs: 60 });
+    new Engine({
+      config,
+      executor,
+      store,
+      events,
+      ledger,
+      coordinatorId: id,
+      leaseMs: 60,
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
   const a = engine('coord-a');
   const b = engine('coord-b');
   await a.putSession('s1', { provider: 'claude-code', ...(options.autoApprove ? { autoApprove: 'all' } : {}) });
@@ -141,6 +150,26 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '3' } }]);
     expect(executor.runs).toHaveLength(1);
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
+    await a.close();
+  });
+
+  it('is given up after its retries: a retry under its key hears round_failed instead of waiting', async () => {
+    const errors: string[] = [];
+    const { store, executor, a } = await twoCoordinators({ onError: (e) => errors.push(e.message) });
+    await a.startRecovery(20);
+    store.failCommits = 1_000;
+    executor.release();
+    const calls = [{ id: 'c1', name: 'calculate', args: { expression: '4' } }];
+    const key = { idempotencyKey: 'k-2' };
+    await expect(a.submitRound({ session: 's1', run: 'r1', calls, ...key })).rejects.toThrow(/Connection is closed/);
+    const retried = a.submitRound({ session: 's1', run: 'r1', calls, ...key });
+    await expect(retried).rejects.toMatchObject({
+      code: 'round_failed',
+      message: expect.stringMatching(/outcome .* unknown/),
+    });
+    expect(errors.filter((m) => m.includes('given up'))).toHaveLength(1);
+    expect(errors.filter((m) => m.includes('Connection is closed'))).toHaveLength(MAX_ROUND_RETRIES);
+    expect(executor.runs).toHaveLength(1);
     await a.close();
   });
 

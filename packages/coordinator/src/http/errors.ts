@@ -43,6 +43,7 @@ const REQUEST_ERROR_STATUS = {
   confirmation_not_found: 404,
   confirmation_ambiguous: 409,
   shutting_down: 503,
+  round_failed: 500,
 } as const satisfies Record<RequestErrorCode, number>;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;

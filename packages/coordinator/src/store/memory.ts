@@ -152,7 +152,7 @@ export class MemoryStore implements Store {
 
   async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
     const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
-    if (r?.state === 'done') return { kind: 'done' };
+    if (r?.state === 'done' || r?.state === 'failed') return { kind: 'done' };
     if (!r?.calls) return { kind: 'missing' };
     const taken: TakenRound = { kind: 'taken', calls: clone(r.calls), origin: r.origin ?? r.owner ?? '' };
     if (r.planned) taken.planned = clone(r.planned);
@@ -174,11 +174,22 @@ export class MemoryStore implements Store {
     return true;
   }
 
+  async failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
+    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    if (r?.state !== 'running' || r.owner !== owner) return false;
+    r.state = 'failed';
+    r.error = error;
+    delete r.calls;
+    delete r.planned;
+    return true;
+  }
+
   async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
     const { session, tenant, run } = input;
     const r = this.rounds.get(`${session}\u0000${run}\u0000${input.round}`);
     // DESIGN.md pass 3: commit is idempotent (a round done is committed), and fenced by the owner.
-    if (r?.state === 'done' || (input.owner && r?.owner && r.owner !== input.owner)) return { fenced: true };
+    if (r?.state === 'done' || r?.state === 'failed' || (input.owner && r?.owner && r.owner !== input.owner))
+      return { fenced: true };
     const history = getOrCreate(this.histories, session, () => []);
     for (const item of input.items) {
       history.push(clone(item.entry));

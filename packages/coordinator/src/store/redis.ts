@@ -6,7 +6,7 @@ import { beginRoundScript } from './lua/beginRound-5.lua.js';
 import { commitRoundScript } from './lua/commitRound-5.lua.js';
 import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
 import { type RedisClient, runScript } from './lua/script.js';
-import { saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { failRoundScript, saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
   BeginRoundInput,
@@ -253,6 +253,11 @@ export class RedisStore implements Store {
     return Number(await runScript(this.redis, saveDecisionsScript, [key], [owner, JSON.stringify(planned)])) === 1;
   }
 
+  async failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
+    const key = this.keys.round(session, run, round);
+    return Number(await runScript(this.redis, failRoundScript, [key], [owner, error])) === 1;
+  }
+
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {
     const key = tool === undefined ? this.keys.history(session) : this.keys.toolHistory(session, tool);
     const items = await this.redis.lrange(key, 0, -1);
@@ -318,8 +323,10 @@ export class RedisStore implements Store {
     const stored = tryParseJson(hash.record) as Omit<RoundRecord, 'state'> | undefined;
     if (!stored) return null;
     const response = tryParseJson(hash.response) as RoundResponse | undefined;
-    const record: RoundRecord = { ...stored, state: hash.state === 'done' ? 'done' : 'running' };
+    const state = hash.state === 'done' || hash.state === 'failed' ? hash.state : 'running';
+    const record: RoundRecord = { ...stored, state };
     if (response) record.response = response;
+    if (state === 'failed') record.error = hash.error ?? 'the round failed';
     return record;
   }
 

@@ -466,6 +466,26 @@ export function describeStoreContract(
         expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'done' });
       });
 
+      it('fails a round only for its owner while it runs; a failed round is never taken over nor committed', async () => {
+        await own('rnd_1', 'a');
+        expect(await store.failRound('s1', 'r1', 'rnd_1', 'b', 'not yours')).toBe(false);
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({ state: 'running' });
+        expect(await store.failRound('s1', 'r1', 'rnd_1', 'a', 'gave up after 6 tries')).toBe(true);
+        expect(await store.getRound('s1', 'r1', 'rnd_1')).toMatchObject({
+          state: 'failed',
+          error: 'gave up after 6 tries',
+        });
+        expect(await store.takeRound('s1', 'r1', 'rnd_1', 'b')).toEqual({ kind: 'done' });
+        expect(await commitBy('rnd_1', 'a')).toEqual({ fenced: true });
+        expect(await store.history('s1')).toEqual([]);
+        expect(await store.failRound('s1', 'r1', 'rnd_1', 'a', 'again')).toBe(false);
+        // A round done is not failed after the fact.
+        await own('rnd_2', 'a');
+        await commitBy('rnd_2', 'a');
+        expect(await store.failRound('s1', 'r1', 'rnd_2', 'a', 'late')).toBe(false);
+        expect(await store.getRound('s1', 'r1', 'rnd_2')).toMatchObject({ state: 'done' });
+      });
+
       it('has nothing to hand over for a round never begun, or begun without an owner', async () => {
         expect(await store.takeRound('s1', 'r1', 'rnd_x', 'b')).toEqual({ kind: 'missing' });
         await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_2', idempotencyKey: undefined, callsHash: '' });

@@ -83,9 +83,12 @@ export interface RoundRecord {
   run: string;
   /** Hash of the canonical calls, to tell a retry from a different round under the same key. */
   callsHash: string;
-  state: 'running' | 'done';
+  /** `failed`: given up by its coordinator after its retries (`Store.failRound`); it has no answer. */
+  state: 'running' | 'done' | 'failed';
   /** The full answer once done. */
   response?: RoundResponse;
+  /** Why it failed, for a retry under its key (state `failed`). */
+  error?: string;
   createdAt: number;
 }
 
@@ -202,6 +205,13 @@ export interface Store {
    * does not ask again; false (nothing stored) when `owner` no longer owns the running round.
    */
   saveDecisions(session: string, run: string, round: string, owner: string, planned: StoredPlanned[]): Promise<boolean>;
+  /**
+   * Ends a round that cannot be finished (its coordinator gave up on it after its retries): state
+   * `failed` with `error`, so a retry under its Idempotency-Key is answered instead of waiting for
+   * ever; it is then never taken over nor committed. Fenced like `saveDecisions`: true only when
+   * the round was running under `owner`.
+   */
+  failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean>;
   /**
    * DESIGN.md pass 3 for a whole round, and its answer, in one atomic step: in item order, each
    * entry appended to the session's history and its tool's, its dedupe entry put, its cache

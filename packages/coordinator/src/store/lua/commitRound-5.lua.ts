@@ -27,10 +27,11 @@ export const commitRoundScript = defineScript(
   The history entry is the result with the history fields added at its end; the tool.result event
   is the result with "round" and "run" first; the round's answer is {"round", "results"} of the
   results in item order.
-  Returns "fenced" (nothing written) when the round is done or owned by another coordinator, else "ok".
+  Returns "fenced" (nothing written) when the round is done, failed (given up) or owned by another
+  coordinator, else "ok".
 ]]
 local state = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if state[1] == 'done' or (ARGV[2] ~= '' and state[2] and state[2] ~= ARGV[2]) then
+if state[1] == 'done' or state[1] == 'failed' or (ARGV[2] ~= '' and state[2] and state[2] ~= ARGV[2]) then
   return 'fenced'
 end
 ${DROP_DEDUPE_LUA}

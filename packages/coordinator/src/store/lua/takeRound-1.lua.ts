@@ -9,13 +9,13 @@ export const takeRoundScript = defineScript(
   ARGV[1] the new owner
   Returns {"taken", calls JSON, planned JSON or false, origin}, where origin is the coordinator
   that began the round (kept as field origin from the first takeover on); {"done"} when the round
-  is finished; {"missing"} when there is no such round or it kept nothing to resume from.
+  is finished (done, or failed: given up); {"missing"} when there is no such round or it kept nothing to resume from.
 ]]
 local r = redis.call('HMGET', KEYS[1], 'state', 'calls', 'planned', 'owner', 'origin')
 if not r[1] then
   return {'missing'}
 end
-if r[1] == 'done' then
+if r[1] == 'done' or r[1] == 'failed' then
   return {'done'}
 end
 if not r[2] then
@@ -40,6 +40,24 @@ if r[1] ~= 'running' or r[2] ~= ARGV[1] then
   return 0
 end
 redis.call('HSET', KEYS[1], 'planned', ARGV[2])
+return 1
+`,
+);
+
+/** Ends a round its owner gave up on: failed, with why, and nothing left to resume from. */
+export const failRoundScript = defineScript(
+  'failRound',
+  1,
+  `--[[
+  KEYS[1] the round (HASH)  ARGV[1] owner  ARGV[2] why it failed
+  Returns 1 when marked failed, 0 when the round is done, gone, or owned by another coordinator.
+]]
+local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if r[1] ~= 'running' or r[2] ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[2])
+redis.call('HDEL', KEYS[1], 'calls', 'planned')
 return 1
 `,
 );
