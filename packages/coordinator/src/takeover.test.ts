@@ -96,6 +96,26 @@ const until = async (what: () => boolean | Promise<boolean>, ms = 3_000) => {
   }
 };
 
+/**
+ * Coordinator a, recovering every 20 ms, submits a round under an Idempotency-Key whose commit
+ * fails (`failCommits` times, as with Redis away): the submit rejects; `retry` submits it again.
+ */
+async function roundFailingItsCommits(failCommits: number, onError?: (e: Error) => void) {
+  const setup = await twoCoordinators(onError ? { onError } : {});
+  const { store, executor, a } = setup;
+  await a.startRecovery(20);
+  store.failCommits = failCommits;
+  executor.release();
+  const round = {
+    session: 's1',
+    run: 'r1',
+    calls: [{ id: 'c1', name: 'calculate', args: { expression: '3' } }],
+    idempotencyKey: 'k-1',
+  };
+  await expect(a.submitRound(round)).rejects.toThrow(/Connection is closed/);
+  return { ...setup, retry: () => a.submitRound(round) };
+}
+
 describe('a round whose coordinator stops renewing its lease', () => {
   it('is finished by another coordinator; the call runs once, is committed once, and the first is fenced', async () => {
     const { store, ledger, executor, a, b, seen } = await twoCoordinators();
@@ -138,15 +158,9 @@ describe('a round whose coordinator stops renewing its lease', () => {
   });
 
   it('is finished later by its own coordinator when it failed part way, and a retry under its key gets the answer', async () => {
-    const { store, executor, a } = await twoCoordinators();
-    await a.startRecovery(20);
-    store.failCommits = 1;
-    executor.release();
-    const calls = [{ id: 'c1', name: 'calculate', args: { expression: '3' } }];
-    const key = { idempotencyKey: 'k-1' };
-    await expect(a.submitRound({ session: 's1', run: 'r1', calls, ...key })).rejects.toThrow(/Connection is closed/);
+    const { store, executor, a, retry } = await roundFailingItsCommits(1);
     // The retry waits for the round, which the recovery timer resumes and commits.
-    const retried = await a.submitRound({ session: 's1', run: 'r1', calls, ...key });
+    const retried = await retry();
     expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '3' } }]);
     expect(executor.runs).toHaveLength(1);
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
@@ -155,15 +169,8 @@ describe('a round whose coordinator stops renewing its lease', () => {
 
   it('is given up after its retries: a retry under its key hears round_failed instead of waiting', async () => {
     const errors: string[] = [];
-    const { store, executor, a } = await twoCoordinators({ onError: (e) => errors.push(e.message) });
-    await a.startRecovery(20);
-    store.failCommits = 1_000;
-    executor.release();
-    const calls = [{ id: 'c1', name: 'calculate', args: { expression: '4' } }];
-    const key = { idempotencyKey: 'k-2' };
-    await expect(a.submitRound({ session: 's1', run: 'r1', calls, ...key })).rejects.toThrow(/Connection is closed/);
-    const retried = a.submitRound({ session: 's1', run: 'r1', calls, ...key });
-    await expect(retried).rejects.toMatchObject({
+    const { executor, a, retry } = await roundFailingItsCommits(1_000, (e) => errors.push(e.message));
+    await expect(retry()).rejects.toMatchObject({
       code: 'round_failed',
       message: expect.stringMatching(/outcome .* unknown/),
     });
