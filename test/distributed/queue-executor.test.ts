@@ -4,7 +4,12 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor, type QueueExecutorOptions } from '../../packages/coordinator/src/queue-executor.js';
-import { type ExecJob, redisKeys } from '../../packages/shared/src/index.js';
+import {
+  type ExecJob,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
+  OUTCOME_TTL_MS,
+  redisKeys,
+} from '../../packages/shared/src/index.js';
 import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
@@ -90,6 +95,28 @@ describe('QueueExecutor with two workers', () => {
     expect(pending).toBe(0);
     // What was read goes with a trim at most a second later: only the newest entry may stay.
     expect(await redis.xlen(stream)).toBeLessThanOrEqual(2);
+  });
+
+  it('cuts the outcome keys of a committed round down to minutes, and leaves the others for a day', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a');
+    const exec = await executor(prefix);
+    const redis = new Redis(server.url);
+    closers.push(async () => redis.disconnect());
+    const [committed, open] = [job('test_echo', { n: 1 }), job('test_echo', { n: 2 })];
+    const outcomes = await Promise.all([committed, open].map((j) => exec.execute(j, never())));
+    expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok']);
+    const ttl = (j: ExecJob) => redis.pttl(redisKeys(prefix).outcome(exec.coordinatorId, `${j.round}-0`));
+    expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS);
+    exec.committed(committed.round, [0]);
+    await waitFor(async () => (await ttl(committed)) <= OUTCOME_AFTER_COMMIT_TTL_MS);
+    expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS - 60_000);
+    expect(await ttl(open)).toBeGreaterThan(OUTCOME_TTL_MS - 60_000);
+    // Another coordinator's namespace (a round taken over): the keys named there are cut.
+    const key = redisKeys(prefix).outcome('c-gone', 'rnd_x-3');
+    await redis.set(key, '{}', 'PX', OUTCOME_TTL_MS);
+    exec.committed('rnd_x', [3], 'c-gone');
+    await waitFor(async () => (await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS);
   });
 
   it('runs serial calls one at a time on each worker', async () => {

@@ -333,6 +333,8 @@ export class Engine implements Dispatcher {
       const committed = await (hooks?.pass ? hooks.pass('commit', ref, commit) : commit());
       // Another coordinator took the round over (this one was thought dead): its answer stands.
       if (!committed) return this.awaitRound(session, run, round);
+      const ran = planned.filter((p) => p.decision.kind === 'run').map((p) => p.call.index);
+      if (ran.length > 0) this.executor.committed?.(round, ran, resume?.origin);
       if (hooks?.result) for (const [i, r] of results.entries()) hooks.result(r, planned[i] as PlannedCall);
       // Once the commit (and the round's answer) is stored, its events: tool.result, then
       // round.completed (already appended by a store that appends events).

@@ -13,6 +13,7 @@ import {
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   parseOutcome,
   QUEUE_NAMES,
@@ -33,6 +34,7 @@ import { getOrCreate } from './maps.js';
 import { settleWithin } from './settle.js';
 import { markCarriedScript } from './store/lua/markCarried-n.lua.js';
 import { runScript } from './store/lua/script.js';
+import { shortenOutcomesScript } from './store/lua/shortenOutcomes-n.lua.js';
 
 export interface QueueExecutorOptions {
   redisUrl: string;
@@ -61,6 +63,8 @@ const READ_BLOCK_MS = 2_000;
 const RETRY_MS = 200;
 /** The most calls one job carries (a tick's concurrent calls beyond it go in further jobs). */
 const MAX_CALLS_PER_JOB = 64;
+/** Outcome keys per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
+const SHORTEN_CHUNK = 500;
 /** How often the results read so far are trimmed from the stream. */
 const RESULTS_TRIM_MS = 1_000;
 
@@ -117,6 +121,8 @@ export class QueueExecutor implements Executor {
   private readonly onError: (error: Error) => void;
   private readonly pending = new Map<string, Pending>();
   private readonly gathering = new Map<string, Gathering>();
+  /** Outcome keys of committed rounds, by namespace (coordinator), to shorten at the next poll. */
+  private readonly committedOutcomes = new Map<string, string[]>();
   private readonly ready: Promise<void>;
   private readonly poller: NodeJS.Timeout;
   private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
@@ -152,7 +158,31 @@ export class QueueExecutor implements Executor {
     this.ready.catch(() => undefined);
     this.poller = setInterval(() => {
       this.checkPending().catch(this.onError);
+      this.shortenCommitted().catch(this.onError);
     }, this.pollIntervalMs);
+  }
+
+  /**
+   * The outcome keys of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
+   * the next poll (one script per namespace and at most SHORTEN_CHUNK keys, whatever the load).
+   */
+  committed(round: string, callIndexes: readonly number[], origin?: string): void {
+    const namespace = origin ?? this.coordinatorId;
+    const keys = getOrCreate(this.committedOutcomes, namespace, () => []);
+    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, jobIdFor(round, i)));
+  }
+
+  private async shortenCommitted(): Promise<void> {
+    if (this.committedOutcomes.size === 0) return;
+    const due = [...this.committedOutcomes.values()];
+    this.committedOutcomes.clear();
+    for (const keys of due) {
+      for (let i = 0; i < keys.length; i += SHORTEN_CHUNK) {
+        await runScript(this.redis, shortenOutcomesScript, keys.slice(i, i + SHORTEN_CHUNK), [
+          OUTCOME_AFTER_COMMIT_TTL_MS,
+        ]);
+      }
+    }
   }
 
   /** Resolves once the results stream is being read and the queues are connected. */
@@ -271,6 +301,7 @@ export class QueueExecutor implements Executor {
       this.redis.disconnect();
       return;
     }
+    await settleWithin(this.shortenCommitted().catch(this.onError), bound);
     // Nothing waits on this coordinator's results any more.
     await this.redis.del(this.resultsKey).catch(() => undefined);
     await this.redis.quit().catch(() => this.redis.disconnect());

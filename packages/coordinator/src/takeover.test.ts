@@ -41,6 +41,12 @@ class OnceExecutor implements Executor {
     return new Set(['calculate', 'run_command']);
   }
 
+  /** What coordinators said they committed: round, call indexes, origin. */
+  readonly committedCalls: [string, readonly number[], string | undefined][] = [];
+  committed(round: string, callIndexes: readonly number[], origin?: string): void {
+    this.committedCalls.push([round, callIndexes, origin]);
+  }
+
   async close(): Promise<void> {}
 }
 
@@ -135,6 +141,10 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
     expect(seen.filter((e) => e.name === 'round.completed')).toHaveLength(1);
     expect(seen.filter((e) => e.name === 'tool.result')).toHaveLength(1);
+    // Only the committing coordinator lets the outcomes go, named under a's namespace.
+    expect(executor.committedCalls.filter(([round]) => round === answer.round)).toEqual([
+      [answer.round, [0], 'coord-a'],
+    ]);
     await a.close();
     await b.close();
   });

@@ -36,6 +36,11 @@ export interface Executor {
   execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome>;
   /** Names of tools that have a registered handler somewhere. */
   handlerNames(): Promise<ReadonlySet<string>>;
+  /**
+   * Told once a round is committed, with the calls it ran and the coordinator whose namespace holds
+   * their outcomes (`ExecJob.origin`; absent: this one): what the executor kept of them can go.
+   */
+  committed?(round: string, callIndexes: readonly number[], origin?: string): void;
   close(): Promise<void>;
 }
 

@@ -47,6 +47,7 @@ export {
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   parseOutcome,
   parseQueuedJob,

@@ -28,6 +28,12 @@ export const WORKER_HEARTBEAT_MS = 2_000;
 export const WORKER_TTL_MS = 3 * WORKER_HEARTBEAT_MS;
 /** How long a job's outcome stays readable (by a recovering coordinator, or a repeated enqueue). */
 export const OUTCOME_TTL_MS = 24 * 60 * 60_000;
+/**
+ * How long an outcome stays once its round is committed: nothing resumes a committed round, so
+ * it only has to outlive a redelivery of its job after a worker died (lock and stalled check
+ * well within this), and an output is not kept in Redis twice for a day.
+ */
+export const OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 /** How long finished jobs stay in BullMQ (so an enqueue with the same job id is a no-op). */
 export const FINISHED_JOB_RETENTION_S = 60 * 60;
 /** How long a cancellation mark waits for a worker that has not started the job yet. */
