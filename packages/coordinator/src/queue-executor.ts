@@ -9,6 +9,7 @@ import {
   type ExecJob,
   type ExecOutcome,
   type Executor,
+  encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
   jobIdFor,
@@ -18,7 +19,6 @@ import {
   parseOutcome,
   QUEUE_NAMES,
   type QueueClass,
-  type QueuedJob,
   RESULTS_STREAM_TTL_MS,
   type RedisKeys,
   RUNNING_MARK,
@@ -355,11 +355,11 @@ export class QueueExecutor implements Executor {
     if (!first) return;
     const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, calls };
     for (const c of calls) c.carrier = carrier;
-    const payload: QueuedJob = {
+    const payload = encodeQueuedJob({
       calls: calls.map((c) => c.job),
       replyTo: this.resultsKey,
       coordinator: this.coordinatorId,
-    };
+    });
     const names = [...new Set(calls.map((c) => c.job.name))].join('+');
     // Concurrent calls of this coordinator's own rounds are marked as carried by this job before it
     // is added (same connection, so Redis has the marks first): its worker skips the start check.

@@ -39,10 +39,11 @@ export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { LuaScript, ScriptClient } from './lua-script.js';
 export { defineScript, runScript } from './lua-script.js';
 export { DuePerKey } from './periodic.js';
-export type { CancelMessage, QueuedJob, WorkerAnnouncement } from './queues.js';
+export type { CancelMessage, QueuedJob, QueuedJobData, WorkerAnnouncement } from './queues.js';
 export {
   batchJobIdFor,
   CANCEL_TTL_MS,
+  encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
   jobIdFor,

@@ -56,6 +56,12 @@ export interface QueuedJob {
 }
 
 /**
+ * A QueuedJob as it travels in a BullMQ job's data: each call leaves out the fields it shares with
+ * the call before it (`encodeQueuedJob`). `parseQueuedJob` reads this and the full form alike.
+ */
+export type QueuedJobData = Omit<QueuedJob, 'calls'> & { calls: Partial<ExecJob>[] };
+
+/**
  * An outcome key holds this plus a BullMQ job id while that job runs the call, so a second job
  * carrying the same call (a takeover that grouped calls differently) leaves it alone.
  */
@@ -106,14 +112,58 @@ function isExecJob(job: unknown): job is ExecJob {
   return job.queue === 'concurrent' || job.queue === 'serial';
 }
 
-/** Narrows a BullMQ job's data to a QueuedJob (calls of one session, round and queue); undefined when it is not one. */
+/**
+ * Fields a call leaves out of a job's data when they equal the previous call's: a round's calls
+ * share them all, so a job of 5 calls is about half the size (BullMQ keeps it an hour). Optional
+ * fields (`trace`, `origin`) are never left out, so a call never inherits another's.
+ */
+const SHARED_FIELDS = ['session', 'tenant', 'run', 'round', 'workspace', 'queue', 'timeoutMs'] as const;
+
+const SHARED = new Set<string>(SHARED_FIELDS);
+
+/** A QueuedJob as job data: each call without the SHARED_FIELDS equal to the call before it. */
+export function encodeQueuedJob(job: QueuedJob): QueuedJobData {
+  const calls: Partial<ExecJob>[] = [];
+  let prev: ExecJob | undefined;
+  for (const call of job.calls) {
+    if (!prev) calls.push(call);
+    else {
+      // Built key by key (no delete), so it stays a fast object for JSON.stringify.
+      const out: Record<string, unknown> = {};
+      for (const k in call) {
+        const v = call[k as keyof ExecJob];
+        if (!SHARED.has(k) || v !== prev[k as keyof ExecJob]) out[k] = v;
+      }
+      calls.push(out as Partial<ExecJob>);
+    }
+    prev = call;
+  }
+  return { calls, replyTo: job.replyTo, coordinator: job.coordinator };
+}
+
+/**
+ * Narrows a BullMQ job's data to a QueuedJob (calls of one queue; several rounds' calls, each
+ * round's in call order), filling in what each call left out (`encodeQueuedJob`); undefined when
+ * it is not one.
+ */
 export function parseQueuedJob(data: unknown): QueuedJob | undefined {
   if (!isObject(data) || typeof data.replyTo !== 'string' || typeof data.coordinator !== 'string') return undefined;
-  const calls = data.calls;
-  if (!Array.isArray(calls) || calls.length === 0 || !calls.every(isExecJob)) return undefined;
-  const first = calls[0] as ExecJob;
-  if (calls.some((c) => c.queue !== first.queue)) return undefined;
-  return data as unknown as QueuedJob;
+  if (!Array.isArray(data.calls) || data.calls.length === 0) return undefined;
+  const calls: ExecJob[] = [];
+  let prev: ExecJob | undefined;
+  for (const raw of data.calls as unknown[]) {
+    if (!isObject(raw)) return undefined;
+    let call: Record<string, unknown> = raw;
+    if (prev && SHARED_FIELDS.some((k) => !(k in raw))) {
+      call = {};
+      for (const k of SHARED_FIELDS) call[k] = prev[k];
+      for (const k in raw) call[k] = raw[k];
+    }
+    if (!isExecJob(call) || (prev && call.queue !== prev.queue)) return undefined;
+    calls.push(call);
+    prev = call;
+  }
+  return { calls, replyTo: data.replyTo, coordinator: data.coordinator };
 }
 
 /** Narrows a decoded outcome (from a results message or an outcome key); undefined when malformed. */
