@@ -55,6 +55,16 @@ async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}
   return e;
 }
 
+/** One worker (w-a) and an executor on a prefix of their own, and a connection to look at Redis with. */
+async function workerAndExecutor() {
+  const prefix = randomPrefix();
+  await worker(prefix, 'w-a');
+  const exec = await executor(prefix);
+  const redis = new Redis(server.url);
+  closers.push(async () => redis.disconnect());
+  return { prefix, exec, redis };
+}
+
 function job(name: string, args: Record<string, unknown>, over: Partial<ExecJob> = {}): ExecJob {
   return execJob(name, args, { workspace: path.join(dir, 'ws'), ...over });
 }
@@ -79,11 +89,7 @@ describe('QueueExecutor with two workers', () => {
   });
 
   it('leaves nothing pending on its results stream, and trims what it read', async () => {
-    const prefix = randomPrefix();
-    await worker(prefix, 'w-a');
-    const exec = await executor(prefix);
-    const redis = new Redis(server.url);
-    closers.push(async () => redis.disconnect());
+    const { prefix, exec, redis } = await workerAndExecutor();
     const stream = redisKeys(prefix).results(exec.coordinatorId);
     for (let round = 0; round < 3; round++) {
       const outcomes = await Promise.all([0, 1].map((i) => exec.execute(job('test_echo', { i }), never())));
@@ -98,11 +104,7 @@ describe('QueueExecutor with two workers', () => {
   });
 
   it('cuts the outcome keys of a committed round down to minutes, and leaves the others for a day', async () => {
-    const prefix = randomPrefix();
-    await worker(prefix, 'w-a');
-    const exec = await executor(prefix);
-    const redis = new Redis(server.url);
-    closers.push(async () => redis.disconnect());
+    const { prefix, exec, redis } = await workerAndExecutor();
     const [committed, open] = [job('test_echo', { n: 1 }), job('test_echo', { n: 2 })];
     const outcomes = await Promise.all([committed, open].map((j) => exec.execute(j, never())));
     expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok']);
