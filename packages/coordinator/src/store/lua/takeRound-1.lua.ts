@@ -9,7 +9,8 @@ export const takeRoundScript = defineScript(
   ARGV[1] the new owner
   Returns {"taken", calls JSON, planned JSON or false, origin}, where origin is the coordinator
   that began the round (kept as field origin from the first takeover on); {"done"} when the round
-  is finished (done, or failed: given up); {"missing"} when there is no such round or it kept nothing to resume from.
+  is finished (done, or failed: given up); {"missing"} when there is no such round or it kept
+  nothing to resume from.
 ]]
 local r = redis.call('HMGET', KEYS[1], 'state', 'calls', 'planned', 'owner', 'origin')
 if not r[1] then
