@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
-const entries = pkg.buildEntries ?? ['src/index.ts'];
+// buildEntries: a list of entry files, or {outName: entryFile} to name the bundles.
+const listed = pkg.buildEntries ?? ['src/index.ts'];
+const entries = Array.isArray(listed) ? listed : Object.entries(listed).map(([out, file]) => ({ in: file, out }));
 await build({
   entryPoints: entries,
   outdir: 'dist',

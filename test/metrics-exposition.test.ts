@@ -2,7 +2,7 @@
 // Relative imports until the packages' index.ts export the metrics classes (wiring step).
 
 import { describe, expect, it } from 'vitest';
-import { CoordinatorMetrics } from '../packages/coordinator/src/metrics.js';
+import { CoordinatorMetrics } from '../packages/coordinator/src/app/metrics.js';
 import { WorkerMetrics } from '../packages/worker/src/metrics.js';
 import { checkMetrics, expectCleanMetrics, requirePromtool } from './support/promtool.js';
 

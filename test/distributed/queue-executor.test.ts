@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { QueueExecutor, type QueueExecutorOptions } from '../../packages/coordinator/src/queue-executor.js';
+import {
+  QueueExecutor,
+  type QueueExecutorOptions,
+} from '../../packages/coordinator/src/executors/queue/queue-executor.js';
 import {
   type ExecJob,
   OUTCOME_AFTER_COMMIT_TTL_MS,

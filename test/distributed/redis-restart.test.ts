@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueueExecutor } from '../../packages/coordinator/src/queue-executor.js';
+import { QueueExecutor } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
 import type { ExecJob } from '../../packages/shared/src/index.js';
 import { startWorker } from '../../packages/worker/src/consume.js';
 import { execJob } from '../support/exec-jobs.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { QueueExecutor } from '../../packages/coordinator/src/queue-executor.js';
+import { QueueExecutor } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
 import type { ExecJob, ExecOutcome } from '../../packages/shared/src/index.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';

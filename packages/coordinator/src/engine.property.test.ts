@@ -5,8 +5,8 @@ import { resolveConfig } from '@tool-dispatch/shared';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Engine } from './engine.js';
+import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryStore } from './store/memory.js';
-import { FakeExecutor, sleep } from './testing/fake-executor.js';
 
 // Property tests of the passes over random rounds (DESIGN.md pass 2 and pass 1 step 3/7).
 const SERIAL = new Set(['run_command', 'edit_file']);

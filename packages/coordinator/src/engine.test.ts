@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RESULT_CACHE_TTL_MS, resolveConfig, ToolError } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { commitRound } from './commit.js';
 import { RequestError } from './dispatcher.js';
 import { Engine } from './engine.js';
-import type { DispatchEvent } from './events.js';
+import type { DispatchEvent } from './events/event-bus.js';
+import { FakeExecutor, sleep } from './executors/fake.js';
+import { commitRound } from './passes/commit.js';
 import { MemoryStore } from './store/memory.js';
-import { FakeExecutor, sleep } from './testing/fake-executor.js';
 
 type Calls = Array<Record<string, unknown>>;
 let seq = 0;

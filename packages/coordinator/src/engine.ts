@@ -10,11 +10,8 @@ import {
   newId,
   type ToolDefinition,
 } from '@tool-dispatch/shared';
-import { Catalog, definitionProblem, sessionSpecs } from './catalog.js';
-import { storeRound } from './commit.js';
-import type { ConfirmHub, PendingConfirmation } from './confirm.js';
-import { MemoryConfirmHub } from './confirm-memory.js';
-import { isDedupable } from './dedupe.js';
+import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
+import { MemoryConfirmHub } from './confirm/memory.js';
 import {
   type CatalogView,
   type Dispatcher,
@@ -23,18 +20,21 @@ import {
   type SubmitRoundInput,
   type ToolsView,
 } from './dispatcher.js';
-import type { DispatchEvent, EventBus } from './events.js';
-import { MemoryEventBus } from './events-memory.js';
-import { executeCalls } from './execute.js';
-import { type RoundLedger, type RoundRef, roundMember, type StoredPlanned } from './ledger.js';
-import { RunLimiter } from './limiter.js';
-import { getOrCreate } from './maps.js';
-import { type NormalCall, normalizeCall } from './normalize-call.js';
-import { type KnownKey, lookupKeys, type PlannedCall, preflight } from './preflight.js';
-import { buildToolsView, initiallyFetched, loadedSet } from './session.js';
-import { settleWithin } from './settle.js';
+import type { DispatchEvent, EventBus } from './events/event-bus.js';
+import { MemoryEventBus } from './events/memory.js';
+import { type RoundLedger, type RoundRef, roundMember, type StoredPlanned } from './ledger/round-ledger.js';
+import { storeRound } from './passes/commit.js';
+import { executeCalls } from './passes/execute.js';
+import { Catalog, definitionProblem, sessionSpecs } from './rules/catalog.js';
+import { isDedupable } from './rules/dedupe.js';
+import { type NormalCall, normalizeCall } from './rules/normalize-call.js';
+import { type KnownKey, lookupKeys, type PlannedCall, preflight } from './rules/preflight.js';
+import { buildToolsView, initiallyFetched, loadedSet } from './rules/session-view.js';
 import { MemoryStore } from './store/memory.js';
 import type { DedupeEntry, HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
+import { getOrCreate } from './support/maps.js';
+import { RunLimiter } from './support/run-limiter.js';
+import { settleWithin } from './support/settle.js';
 
 export interface EngineOptions {
   config: DispatchConfig;

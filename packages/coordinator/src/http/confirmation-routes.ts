@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { PendingConfirmation } from '../confirm.js';
+import type { PendingConfirmation } from '../confirm/confirm-hub.js';
 import { pathId, type RouteContext, requireSession } from './context.js';
 import { parseConfirmationBody } from './validate.js';
 

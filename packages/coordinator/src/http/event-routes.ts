@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { DispatchEvent } from '../events.js';
+import type { DispatchEvent } from '../events/event-bus.js';
 import { pathId, type RouteContext, requireSession } from './context.js';
 import { HttpError } from './errors.js';
 import { openSseStream, type SseStream } from './sse.js';

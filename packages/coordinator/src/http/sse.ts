@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { DispatchEvent } from '../events.js';
+import type { DispatchEvent } from '../events/event-bus.js';
 
 /** A comment line every so often keeps proxies and load balancers from closing an idle stream. */
 export const SSE_HEARTBEAT_MS = 15_000;

@@ -1,5 +1,5 @@
-import type { StoredPlanned } from '../ledger.js';
-import { getOrCreate } from '../maps.js';
+import type { StoredPlanned } from '../ledger/round-ledger.js';
+import { getOrCreate } from '../support/maps.js';
 import type {
   BeginRound,
   BeginRoundInput,

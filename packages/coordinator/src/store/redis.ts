@@ -1,11 +1,11 @@
 import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
-import { EventStreamWriter } from '../events-redis.js';
-import type { StoredPlanned } from '../ledger.js';
+import { EventStreamWriter } from '../events/redis.js';
+import type { StoredPlanned } from '../ledger/round-ledger.js';
+import { type RedisClient, runScript } from '../support/redis-client.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
 import { commitRoundScript } from './lua/commitRound-5.lua.js';
 import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
-import { type RedisClient, runScript } from './lua/script.js';
 import { failRoundScript, saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
@@ -25,8 +25,8 @@ import type {
 } from './store.js';
 import { resultOf } from './store.js';
 
-export type { RedisClient } from './lua/script.js';
-export { duplicateClient } from './lua/script.js';
+export type { RedisClient } from '../support/redis-client.js';
+export { duplicateClient } from '../support/redis-client.js';
 
 export interface RedisStoreOptions {
   /** A connection the caller owns (a node or a cluster); `close()` leaves it open. */

@@ -1,6 +1,6 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StoredPlanned } from '../ledger.js';
+import type { StoredPlanned } from '../ledger/round-ledger.js';
 import type { CommitItem, DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { CallResult, ToolDefinition } from '@tool-dispatch/shared';
-import type { StoredPlanned } from '../ledger.js';
+import type { StoredPlanned } from '../ledger/round-ledger.js';
 
 /** What a session is made of (DESIGN.md vocabulary). Serialisable. */
 export interface SessionState {

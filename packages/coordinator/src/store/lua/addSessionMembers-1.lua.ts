@@ -1,4 +1,4 @@
-import { defineScript } from './script.js';
+import { defineScript } from '../../support/redis-client.js';
 
 /** Adds names to a session's fetched or auto-approve list, keeping first-insertion order. */
 export const addSessionMembersScript = defineScript(

@@ -1,5 +1,5 @@
-import { APPEND_EVENTS_LUA } from './publishEvents-1.lua.js';
-import { defineScript } from './script.js';
+import { APPEND_EVENTS_LUA } from '../../events/lua/publishEvents-1.lua.js';
+import { defineScript } from '../../support/redis-client.js';
 
 /** Starts a round of an existing session, claiming its idempotency key atomically with creating the round record. */
 export const beginRoundScript = defineScript(

@@ -1,6 +1,6 @@
+import { APPEND_EVENTS_LUA } from '../../events/lua/publishEvents-1.lua.js';
+import { defineScript } from '../../support/redis-client.js';
 import { DROP_DEDUPE_LUA } from './dropDedupe-2.lua.js';
-import { APPEND_EVENTS_LUA } from './publishEvents-1.lua.js';
-import { defineScript } from './script.js';
 
 /**
  * DESIGN.md pass 3 for a whole round, its answer and its events in one step, fenced: item by

@@ -1,4 +1,4 @@
-import { defineScript } from './script.js';
+import { defineScript } from '../../support/redis-client.js';
 
 /**
  * Lua: removes the dedupe entries of `tool` from `entries` and `meta`, all of them when `filter`

@@ -1,4 +1,4 @@
-import { defineScript } from './script.js';
+import { defineScript } from '../../support/redis-client.js';
 
 /** Moves a running round to a new owner (a takeover), fencing out the one before. */
 export const takeRoundScript = defineScript(

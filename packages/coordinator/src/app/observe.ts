@@ -1,0 +1,94 @@
+import {
+  ATTR_CALL_COUNT,
+  ATTR_ROUND,
+  ATTR_RUN,
+  ATTR_SESSION,
+  type CallOutcome,
+  type CallResult,
+  injectContext,
+  recordCallEvents,
+  SPAN_COMMIT,
+  SPAN_PREFLIGHT,
+  SPAN_ROUND,
+  type Tracing,
+} from '@tool-dispatch/shared';
+import type { EngineHooks } from '../engine.js';
+import type { PlannedCall } from '../rules/preflight.js';
+import type { CoordinatorMetrics } from './metrics.js';
+
+/** What pass 1 decided for each call, for the preflight span's per-call events. */
+function preflightOutcomes(planned: readonly PlannedCall[]): CallOutcome[] {
+  return planned.map((p) => {
+    const d = p.decision;
+    if (d.kind === 'done') {
+      const r = d.result;
+      return {
+        id: r.id,
+        name: r.name,
+        status: r.status,
+        ...(r.error ? { error: r.error } : {}),
+        ...(r.dedupedFrom ? { dedupedFrom: r.dedupedFrom } : {}),
+      };
+    }
+    if (d.kind === 'follow') return { id: p.call.id, name: p.name, status: 'deduped' };
+    return { id: p.call.id, name: p.name };
+  });
+}
+
+/** A round's results, for the round span's per-call events. */
+function finalOutcomes(results: readonly CallResult[]): CallOutcome[] {
+  return results.map((r) => ({
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    ...(r.error ? { error: r.error } : {}),
+    ...(r.dedupedFrom ? { dedupedFrom: r.dedupedFrom } : {}),
+  }));
+}
+
+/** Engine hooks that make one trace per round (DESIGN.md) and keep the coordinator's metrics. */
+export function observabilityHooks(tracing: Tracing | undefined, metrics: CoordinatorMetrics | undefined): EngineHooks {
+  const ids = (i: { session: string; run: string; round: string }) => ({
+    [ATTR_SESSION]: i.session,
+    [ATTR_RUN]: i.run,
+    [ATTR_ROUND]: i.round,
+  });
+  const hooks: EngineHooks = {};
+  if (tracing?.enabled) {
+    hooks.round = (info, fn) =>
+      tracing.withSpan(
+        { name: SPAN_ROUND, attributes: { ...ids(info), [ATTR_CALL_COUNT]: info.calls } },
+        async function roundSpan(span) {
+          const out = await fn();
+          // Every call's final status (after the gate and execution), one event each.
+          const results = (out as { results?: unknown } | undefined)?.results;
+          if (Array.isArray(results)) recordCallEvents(span, finalOutcomes(results as CallResult[]));
+          return out;
+        },
+      );
+    hooks.pass = (name, info, fn) =>
+      tracing.withSpan(
+        { name: name === 'preflight' ? SPAN_PREFLIGHT : SPAN_COMMIT, attributes: ids(info) },
+        async (span) => {
+          const out = await fn();
+          if (name === 'preflight' && Array.isArray(out))
+            recordCallEvents(span, preflightOutcomes(out as PlannedCall[]));
+          return out;
+        },
+      );
+    // The job carries the round's context, so the worker's `execute <tool>` span is its child.
+    hooks.execute = (_call, job, run) => {
+      job.trace = injectContext();
+      return run();
+    };
+  }
+  if (metrics) {
+    hooks.result = (result) => metrics.recordCall(result);
+    hooks.roundsInProgress = (n) => metrics.setRoundsInProgress(n);
+    hooks.confirmations = (delta) => {
+      if (delta > 0) for (let i = 0; i < delta; i++) metrics.confirmationRequested();
+      else for (let i = 0; i < -delta; i++) metrics.confirmationSettled();
+    };
+  }
+  return hooks;
+}

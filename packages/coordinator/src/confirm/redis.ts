@@ -1,0 +1,242 @@
+import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { duplicateClient, type RedisClient } from '../store/redis.js';
+import { runScript } from '../support/redis-client.js';
+import type { AnswerOutcome, ConfirmHub, Decision, PendingConfirmation } from './confirm-hub.js';
+import { answerConfirmScript } from './lua/answerConfirm-2.lua.js';
+import { settleConfirmScript } from './lua/settleConfirm-2.lua.js';
+
+export interface RedisConfirmHubOptions {
+  /** A connection the caller owns; the hub duplicates it once for its pub/sub subscription. */
+  redis: RedisClient;
+  /** TD_PREFIX. */
+  prefix: string;
+  /** How often a requester re-reads decisions, in case a pub/sub message was lost (default 1 s). */
+  pollIntervalMs?: number;
+}
+
+/** How long a decision stays readable after it is made. */
+const DECIDED_TTL_MS = 60 * 60_000;
+/** Pending entries outlive their timeout by this much, so a requester that died does not leave them forever. */
+const PENDING_GRACE_MS = 60_000;
+
+interface Waiter {
+  session: string;
+  decide(decision: Decision): void;
+}
+
+/** As stored: the confirmation plus its place in its round, to list a round's confirmations in call order. */
+interface StoredPending extends PendingConfirmation {
+  order: number;
+}
+
+function toPending({ order: _order, ...item }: StoredPending): PendingConfirmation {
+  return item;
+}
+
+interface AnswerMessage {
+  confirmationId: string;
+  decision: Decision;
+}
+
+/**
+ * Confirmations shared by every coordinator: pending ones in a per-session hash, answers claimed
+ * atomically (Lua) and delivered to the requesting coordinator over pub/sub, with a poll of the
+ * recorded decisions as the safety net.
+ */
+export class RedisConfirmHub implements ConfirmHub {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly pollIntervalMs: number;
+  private readonly subscriber: RedisClient;
+  private readonly subscribed: Promise<unknown>;
+  private readonly waiters = new Map<string, Waiter>();
+
+  constructor(options: RedisConfirmHubOptions) {
+    this.redis = options.redis;
+    this.keys = redisKeys(options.prefix);
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.subscriber = duplicateClient(this.redis);
+    this.subscriber.on('error', () => {}); // reconnects and resubscribes on its own
+    this.subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    this.subscribed = this.subscriber.subscribe(this.keys.confirmChannel());
+    this.subscribed.catch(() => undefined);
+  }
+
+  async request(
+    items: readonly PendingConfirmation[],
+    options: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<Decision[]> {
+    if (items.length === 0) return [];
+    const { timeoutMs, signal } = options;
+    const decisions = new Map<string, Decision>();
+    let finish: () => void = () => {};
+    const done = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const decide = (id: string, decision: Decision) => {
+      if (decisions.has(id)) return;
+      decisions.set(id, decision);
+      this.waiters.delete(id);
+      if (decisions.size === items.length) finish();
+    };
+    for (const item of items) {
+      this.waiters.set(item.confirmationId, {
+        session: item.session,
+        decide: function decided(d) {
+          decide(item.confirmationId, d);
+        },
+      });
+    }
+    const undecided = () => items.filter((i) => !decisions.has(i.confirmationId));
+    const settleRest = (by: 'timeout' | 'cancelled') => {
+      this.settle(undecided(), { approve: false, remember: false, by }).then(
+        (settled) => {
+          for (const [id, d] of settled) decide(id, d);
+        },
+        () => {
+          // Redis unreachable: decide locally so the round is not stuck; the entries expire on their own.
+          for (const item of undecided()) decide(item.confirmationId, { approve: false, remember: false, by });
+        },
+      );
+    };
+    const onAbort = () => settleRest('cancelled');
+    const timer = setTimeout(
+      function confirmTimedOut() {
+        settleRest('timeout');
+      },
+      Math.max(0, timeoutMs),
+    );
+    const pollDecisions = () => {
+      this.readDecisions(undecided()).then(
+        (found) => {
+          for (const [id, d] of found) decide(id, d);
+        },
+        () => undefined,
+      );
+    };
+    const poll = setInterval(pollDecisions, this.pollIntervalMs);
+    try {
+      await this.subscribed;
+      await this.putPending(items, timeoutMs);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      await done;
+    } catch (e) {
+      for (const item of items) this.waiters.delete(item.confirmationId);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      clearInterval(poll);
+      signal.removeEventListener('abort', onAbort);
+    }
+    return items.map((i) => decisions.get(i.confirmationId) as Decision);
+  }
+
+  async answer(
+    session: string,
+    idOrCallId: string,
+    decision: { approve: boolean; remember: boolean },
+  ): Promise<AnswerOutcome> {
+    const full: Decision = { approve: decision.approve, remember: decision.remember, by: 'person' };
+    const reply = (await runScript(
+      this.redis,
+      answerConfirmScript,
+      [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
+      [idOrCallId, JSON.stringify(full), DECIDED_TTL_MS],
+    )) as [string, string | number | undefined];
+    const [kind, value] = reply;
+    if (kind === 'not_found') return { kind: 'not_found' };
+    if (kind === 'ambiguous') return { kind: 'ambiguous', count: Number(value) };
+    const confirmation = toPending(tryParseJson(String(value)) as StoredPending);
+    // Settle here at once when this coordinator is the requester; tell the others over pub/sub.
+    this.waiters.get(confirmation.confirmationId)?.decide(full);
+    const message: AnswerMessage = { confirmationId: confirmation.confirmationId, decision: full };
+    await this.redis.publish(this.keys.confirmChannel(), JSON.stringify(message));
+    return { kind: 'answered', confirmation };
+  }
+
+  async pending(session: string): Promise<PendingConfirmation[]> {
+    const values = await this.redis.hvals(this.keys.confirmPending(session));
+    return values
+      .map((v) => tryParseJson(v) as StoredPending | undefined)
+      .filter((p): p is StoredPending => p !== undefined)
+      .sort((a, b) => a.createdAt - b.createdAt || a.round.localeCompare(b.round) || a.order - b.order)
+      .map(toPending);
+  }
+
+  /** Cancels the confirmations this coordinator waits for, then drops its subscription. */
+  async close(): Promise<void> {
+    const bySession = new Map<string, string[]>();
+    for (const [id, w] of this.waiters) bySession.set(w.session, [...(bySession.get(w.session) ?? []), id]);
+    const cancelled: Decision = { approve: false, remember: false, by: 'cancelled' };
+    await Promise.all(
+      [...bySession].map(([session, ids]) =>
+        runScript(
+          this.redis,
+          settleConfirmScript,
+          [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
+          [JSON.stringify(cancelled), DECIDED_TTL_MS, ...ids],
+        ).catch(() => undefined),
+      ),
+    );
+    for (const w of [...this.waiters.values()]) w.decide(cancelled);
+    this.subscriber.disconnect();
+  }
+
+  private async putPending(items: readonly PendingConfirmation[], timeoutMs: number): Promise<void> {
+    const ttl = Math.ceil(timeoutMs) + PENDING_GRACE_MS;
+    const multi = this.redis.multi();
+    items.forEach((item, order) => {
+      const key = this.keys.confirmPending(item.session);
+      const stored: StoredPending = { ...item, order };
+      multi.hset(key, item.confirmationId, JSON.stringify(stored));
+      // Never shorten a TTL another round set: NX for a fresh hash, GT to extend.
+      multi.pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT');
+    });
+    await multi.exec();
+  }
+
+  /** Applies `decision` to those still pending; returns what holds for each (an earlier answer wins). */
+  private async settle(items: readonly PendingConfirmation[], decision: Decision): Promise<Map<string, Decision>> {
+    const out = new Map<string, Decision>();
+    for (const [session, group] of groupBySession(items)) {
+      const ids = group.map((i) => i.confirmationId);
+      const reply = (await runScript(
+        this.redis,
+        settleConfirmScript,
+        [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
+        [JSON.stringify(decision), DECIDED_TTL_MS, ...ids],
+      )) as string[];
+      ids.forEach((id, i) => {
+        out.set(id, (tryParseJson(reply[i]) as Decision | undefined) ?? decision);
+      });
+    }
+    return out;
+  }
+
+  private async readDecisions(items: readonly PendingConfirmation[]): Promise<Map<string, Decision>> {
+    const out = new Map<string, Decision>();
+    for (const [session, group] of groupBySession(items)) {
+      const ids = group.map((i) => i.confirmationId);
+      const values = await this.redis.hmget(this.keys.confirmDecided(session), ...ids);
+      ids.forEach((id, i) => {
+        const d = tryParseJson(values[i]) as Decision | undefined;
+        if (d) out.set(id, d);
+      });
+    }
+    return out;
+  }
+
+  private onMessage(channel: string, message: string): void {
+    if (channel !== this.keys.confirmChannel()) return;
+    const parsed = tryParseJson(message) as AnswerMessage | undefined;
+    if (!parsed || typeof parsed.confirmationId !== 'string') return;
+    this.waiters.get(parsed.confirmationId)?.decide(parsed.decision);
+  }
+}
+
+function groupBySession(items: readonly PendingConfirmation[]): Map<string, PendingConfirmation[]> {
+  const out = new Map<string, PendingConfirmation[]>();
+  for (const item of items) out.set(item.session, [...(out.get(item.session) ?? []), item]);
+  return out;
+}

@@ -1,0 +1,569 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  batchJobIdFor,
+  CANCEL_TTL_MS,
+  type CancelMessage,
+  coalesceWrites,
+  DispatchError,
+  type ExecJob,
+  type ExecOutcome,
+  type Executor,
+  encodeQueuedJob,
+  FINISHED_JOB_RETENTION_S,
+  JOB_LOCK_MS,
+  jobIdFor,
+  MAX_STALLED,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
+  OUTCOME_TTL_MS,
+  parseOutcome,
+  QUEUE_NAMES,
+  type QueueClass,
+  RESULTS_STREAM_TTL_MS,
+  type RedisKeys,
+  RUNNING_MARK,
+  redisKeys,
+  STALLED_INTERVAL_MS,
+  STALLED_REASON,
+  tryParseJson,
+  type WorkerAnnouncement,
+} from '@tool-dispatch/shared';
+import { type Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { getOrCreate } from '../../support/maps.js';
+import { runScript } from '../../support/redis-client.js';
+import { settleWithin } from '../../support/settle.js';
+import { markCarriedScript } from './lua/markCarried-n.lua.js';
+import { shortenOutcomesScript } from './lua/shortenOutcomes-n.lua.js';
+
+export interface QueueExecutorOptions {
+  redisUrl: string;
+  /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
+  prefix: string;
+  /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
+  coordinatorId?: string;
+  /** How often calls waiting longer than this are checked against Redis (safety net; default 1 s). */
+  pollIntervalMs?: number;
+  /**
+   * How long past a call's deadline the coordinator keeps waiting before it decides for itself
+   * (default: enough for a dead worker's lock to expire and the stalled check to notice twice).
+   */
+  overdueGraceMs?: number;
+  /** How long handlerNames() reuses what it read before reading again (default 1 s). */
+  handlerCacheMs?: number;
+  /** Called with infrastructure errors it recovers from (Redis reconnecting and the like). */
+  onError?: (error: Error) => void;
+}
+
+/** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
+const WORKER_SETTLE_MS = 2_000;
+const RESULTS_GROUP = 'coordinator';
+const READ_COUNT = 200;
+const READ_BLOCK_MS = 2_000;
+const RETRY_MS = 200;
+/** The most calls one job carries (a tick's concurrent calls beyond it go in further jobs). */
+const MAX_CALLS_PER_JOB = 64;
+/** Outcome keys per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
+const SHORTEN_CHUNK = 500;
+/** How often the results read so far are trimmed from the stream. */
+const RESULTS_TRIM_MS = 1_000;
+
+interface Pending {
+  job: ExecJob;
+  /** The call's id (jobIdFor): its outcome key, cancel mark and results messages. */
+  jobId: string;
+  /** Whose namespace holds its outcome key and cancel mark (ExecJob.origin). */
+  origin: string;
+  enqueuedAt: number;
+  lastCheckedAt: number;
+  settle(outcome: ExecOutcome): void;
+  promise: Promise<ExecOutcome>;
+  /** The BullMQ job carrying it, once enqueued. */
+  carrier?: Carrier;
+  cancelled?: boolean;
+}
+
+/** One BullMQ job: a serial call, or the concurrent calls admitted together (of one round or several). */
+interface Carrier {
+  jobId: string;
+  queue: QueueClass;
+  calls: readonly Pending[];
+}
+
+/** Calls admitted in the same tick, gathered into one job. */
+interface Gathering {
+  calls: Pending[];
+  enqueued: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+type StreamEntry = [id: string, fields: string[]];
+
+/**
+ * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
+ * and waits for each outcome on this coordinator's results stream (a Redis stream with a
+ * consumer group), with a poll of outcome keys and job states as the safety net. Concurrent
+ * calls of one round admitted in the same tick (the run's limit already applied) share one
+ * job; each keeps its own deadline, cancel and outcome.
+ */
+export class QueueExecutor implements Executor {
+  readonly coordinatorId: string;
+  /** The BullMQ queues, for dashboards and queue-depth metrics. */
+  readonly queues: Readonly<Record<QueueClass, Queue>>;
+  private readonly redis: Redis;
+  private readonly reader: Redis;
+  private readonly keys: RedisKeys;
+  private readonly resultsKey: string;
+  private readonly pollIntervalMs: number;
+  private readonly overdueGraceMs: number;
+  private readonly handlerCacheMs: number;
+  private readonly onError: (error: Error) => void;
+  private readonly pending = new Map<string, Pending>();
+  private readonly gathering = new Map<string, Gathering>();
+  /** Outcome keys of committed rounds, by namespace (coordinator), to shorten at the next poll. */
+  private readonly committedOutcomes = new Map<string, string[]>();
+  private readonly ready: Promise<void>;
+  private readonly poller: NodeJS.Timeout;
+  private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
+  private handlersRefresh: Promise<ReadonlySet<string>> | undefined;
+  private closed = false;
+  private readLoop: Promise<void> | undefined;
+
+  constructor(options: QueueExecutorOptions) {
+    this.coordinatorId =
+      options.coordinatorId ??
+      `c-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
+    this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
+    this.handlerCacheMs = options.handlerCacheMs ?? 1_000;
+    this.onError = options.onError ?? (() => {});
+    this.keys = redisKeys(options.prefix);
+    this.resultsKey = this.keys.results(this.coordinatorId);
+    // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
+    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    // The jobs and cancels of one burst of rounds go out in one socket write.
+    coalesceWrites(this.redis);
+    this.reader = this.redis.duplicate();
+    this.redis.on('error', this.onError);
+    this.reader.on('error', this.onError);
+    const queue = (cls: QueueClass) => {
+      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
+      q.on('error', this.onError);
+      return q;
+    };
+    this.queues = { concurrent: queue('concurrent'), serial: queue('serial') };
+    this.ready = this.init();
+    this.ready.catch(() => undefined);
+    this.poller = setInterval(() => {
+      this.checkPending().catch(this.onError);
+      this.shortenCommitted().catch(this.onError);
+    }, this.pollIntervalMs);
+  }
+
+  /**
+   * The outcome keys of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
+   * the next poll (one script per namespace and at most SHORTEN_CHUNK keys, whatever the load).
+   */
+  committed(round: string, callIndexes: readonly number[], origin?: string): void {
+    const namespace = origin ?? this.coordinatorId;
+    const keys = getOrCreate(this.committedOutcomes, namespace, () => []);
+    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, jobIdFor(round, i)));
+  }
+
+  private async shortenCommitted(): Promise<void> {
+    if (this.committedOutcomes.size === 0) return;
+    const due = [...this.committedOutcomes.values()];
+    this.committedOutcomes.clear();
+    for (const keys of due) {
+      for (let i = 0; i < keys.length; i += SHORTEN_CHUNK) {
+        await runScript(this.redis, shortenOutcomesScript, keys.slice(i, i + SHORTEN_CHUNK), [
+          OUTCOME_AFTER_COMMIT_TTL_MS,
+        ]);
+      }
+    }
+  }
+
+  /** Resolves once the results stream is being read and the queues are connected. */
+  waitUntilReady(): Promise<void> {
+    return this.ready;
+  }
+
+  async execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
+    const started = Date.now();
+    const cancelled = (): ExecOutcome => ({
+      status: 'error',
+      code: 'cancelled',
+      message: 'the call was cancelled',
+      durationMs: Date.now() - started,
+    });
+    if (signal.aborted) return cancelled();
+    const jobId = jobIdFor(job.round, job.callIndex);
+    const joined = this.pending.get(jobId);
+    if (joined) return raceAbort(joined.promise, signal, cancelled);
+
+    let settle: (outcome: ExecOutcome) => void = () => {};
+    const promise = new Promise<ExecOutcome>((resolve) => {
+      settle = resolve;
+    });
+    const entry: Pending = {
+      job,
+      jobId,
+      origin: job.origin ?? this.coordinatorId,
+      enqueuedAt: started,
+      lastCheckedAt: started,
+      promise,
+      settle: (outcome) => {
+        if (this.pending.get(jobId) === entry) this.pending.delete(jobId);
+        settle(outcome);
+      },
+    };
+    this.pending.set(jobId, entry);
+    const onAbort = () => {
+      if (this.pending.get(jobId) !== entry) return;
+      entry.cancelled = true;
+      entry.settle(cancelled());
+      this.cancelCall(entry).catch(this.onError);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await raceAbort(this.gather(entry), signal, () => undefined);
+      return await promise;
+    } catch (e) {
+      entry.settle({ status: 'error', code: 'handler_error', message: 'enqueue failed', durationMs: 0 });
+      throw new DispatchError('queue_unavailable', `could not enqueue ${job.name}: ${(e as Error).message}`, {
+        cause: e,
+      });
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Union of the handler names announced by live workers, read at most once a `handlerCacheMs`.
+   * A set older than that is still answered while a fresh one is read in the background (so no
+   * round waits on the refresh), up to twice that age; older than that, or none yet, it is
+   * awaited. A departed worker's announcement outlives it by up to 3 heartbeats anyway.
+   */
+  handlerNames(): Promise<ReadonlySet<string>> {
+    const now = Date.now();
+    const known = this.handlersRead;
+    if (known && now - known.at <= this.handlerCacheMs) return known.names;
+    if (!this.handlersRefresh) {
+      const refresh = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
+      this.handlersRefresh = refresh;
+      refresh.then(
+        () => {
+          this.handlersRead = { at: now, names: refresh };
+          this.handlersRefresh = undefined;
+        },
+        () => {
+          this.handlersRefresh = undefined;
+        },
+      );
+    }
+    if (known && now - known.at <= 2 * this.handlerCacheMs) return known.names;
+    return this.handlersRefresh;
+  }
+
+  /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
+  async workersAlive(): Promise<number> {
+    if (this.redis.status !== 'ready') return 0;
+    return this.redis.zcount(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
+  }
+
+  /** The announcements of live workers (id, handlers, concurrency, host). */
+  async liveWorkers(): Promise<WorkerAnnouncement[]> {
+    const ids = await this.redis.zrangebyscore(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
+    if (ids.length === 0) return [];
+    const values = await this.redis.mget(...ids.map((id) => this.keys.worker(id)));
+    return values.map((v) => tryParseJson(v) as WorkerAnnouncement | undefined).filter((w) => w !== undefined);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.poller);
+    for (const entry of [...this.pending.values()]) {
+      entry.settle({ status: 'error', code: 'cancelled', message: 'the coordinator is shutting down', durationMs: 0 });
+    }
+    this.reader.disconnect();
+    const connected = this.redis.status === 'ready';
+    // With Redis unreachable, ioredis may never settle a command that was in flight, and BullMQ's
+    // close waits for a reconnect that may never come: bound both, then drop the connections.
+    const bound = connected ? 10_000 : 1_000;
+    await settleWithin(this.readLoop ?? Promise.resolve(), bound);
+    await Promise.all(
+      Object.values(this.queues).map((q) => settleWithin(connected ? q.close() : q.disconnect(), bound)),
+    );
+    if (!connected) {
+      this.redis.disconnect();
+      return;
+    }
+    await settleWithin(this.shortenCommitted().catch(this.onError), bound);
+    // Nothing waits on this coordinator's results any more.
+    await this.redis.del(this.resultsKey).catch(() => undefined);
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  private async init(): Promise<void> {
+    await this.ensureGroup();
+    this.readLoop = this.readResults();
+    await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
+  }
+
+  /**
+   * Adds a call to the job of this tick, enqueued once every call admitted in this tick has joined:
+   * the concurrent calls of all rounds admitted together (each run's limit already applied) share
+   * one job, up to MAX_CALLS_PER_JOB; a serial call is a job of its own.
+   */
+  private gather(entry: Pending): Promise<void> {
+    const { job } = entry;
+    // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own. A takeover's
+    // calls (origin) travel apart: their worker checks them before it starts them.
+    const key = job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `concurrent\u0000${job.origin ?? ''}`;
+    let gathering = this.gathering.get(key);
+    if (!gathering) {
+      let resolve: () => void = () => {};
+      let reject: (error: unknown) => void = () => {};
+      const enqueued = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      gathering = { calls: [], enqueued, resolve, reject };
+      this.gathering.set(key, gathering);
+      const ready = gathering;
+      // After the microtasks of this tick: every call the run's limiter admitted with this one has joined.
+      process.nextTick(() => {
+        if (this.gathering.get(key) === ready) this.gathering.delete(key);
+        this.enqueue(ready.calls).then(ready.resolve, ready.reject);
+      });
+    }
+    gathering.calls.push(entry);
+    // Full: the next call of this tick starts another job (this one still goes at the tick's end).
+    if (gathering.calls.length >= MAX_CALLS_PER_JOB && this.gathering.get(key) === gathering)
+      this.gathering.delete(key);
+    return gathering.enqueued;
+  }
+
+  private async enqueue(gathered: readonly Pending[]): Promise<void> {
+    await this.ready;
+    // Calls cancelled while gathering are not sent.
+    const calls = gathered.filter((c) => this.pending.get(c.jobId) === c);
+    const first = calls[0]?.job;
+    if (!first) return;
+    const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, calls };
+    for (const c of calls) c.carrier = carrier;
+    const payload = encodeQueuedJob({
+      calls: calls.map((c) => c.job),
+      replyTo: this.resultsKey,
+      coordinator: this.coordinatorId,
+    });
+    const names = [...new Set(calls.map((c) => c.job.name))].join('+');
+    // Concurrent calls of this coordinator's own rounds are marked as carried by this job before it
+    // is added (same connection, so Redis has the marks first): its worker skips the start check.
+    const marked =
+      first.queue === 'concurrent' && calls.every((c) => c.job.origin === undefined)
+        ? runScript(
+            this.redis,
+            markCarriedScript,
+            calls.map((c) => this.keys.outcome(this.coordinatorId, c.jobId)),
+            [RUNNING_MARK + carrier.jobId, OUTCOME_TTL_MS],
+          )
+        : undefined;
+    // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
+    // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
+    // already done (a takeover) is found by the poll of outcome keys.
+    const added = this.queues[first.queue].add(names, payload, {
+      jobId: carrier.jobId,
+      attempts: 1,
+      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+      removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+    });
+    await Promise.all([marked, added]);
+  }
+
+  /**
+   * Leaves a mark a worker checks before it starts the call, and tells the worker running it to
+   * abort. The job leaves the queue only when all its calls are cancelled (never a sibling's).
+   */
+  private async cancelCall(entry: Pending): Promise<void> {
+    const { job, jobId, carrier } = entry;
+    await this.redis.set(this.keys.cancel(entry.origin, jobId), '1', 'PX', CANCEL_TTL_MS);
+    if (carrier?.calls.every((c) => c.cancelled)) {
+      const removed = await this.queues[carrier.queue].remove(carrier.jobId).catch(() => 0);
+      if (removed === 1) return;
+    }
+    const message: CancelMessage = { jobId, queue: job.queue };
+    await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
+  }
+
+  private async ensureGroup(): Promise<void> {
+    try {
+      await this.redis.xgroup('CREATE', this.resultsKey, RESULTS_GROUP, '0', 'MKSTREAM');
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.includes('BUSYGROUP')) throw e;
+    }
+    await this.redis.pexpire(this.resultsKey, RESULTS_STREAM_TTL_MS);
+  }
+
+  /**
+   * Reads this coordinator's results stream. NOACK: an entry read is handled at once, in this
+   * process, so nothing waits in the group's pending list for an ack; what was read is trimmed
+   * (XTRIM MINID) at most every RESULTS_TRIM_MS, one command instead of an ack and a delete per read.
+   */
+  private async readResults(): Promise<void> {
+    let lastRead: string | undefined;
+    let trimmedAt = 0;
+    while (!this.closed) {
+      try {
+        const reply = (await this.reader.xreadgroup(
+          'GROUP',
+          RESULTS_GROUP,
+          this.coordinatorId,
+          'COUNT',
+          READ_COUNT,
+          'BLOCK',
+          READ_BLOCK_MS,
+          'NOACK',
+          'STREAMS',
+          this.resultsKey,
+          '>',
+        )) as [string, StreamEntry[]][] | null;
+        const entries = reply?.[0]?.[1] ?? [];
+        for (const [, fields] of entries) this.onResult(fields);
+        lastRead = entries.at(-1)?.[0] ?? lastRead;
+        const now = Date.now();
+        if (lastRead !== undefined && now - trimmedAt >= RESULTS_TRIM_MS) {
+          trimmedAt = now;
+          // Not waited for: the next read goes out at once (a lost trim is made good by the next).
+          this.redis.xtrim(this.resultsKey, 'MINID', lastRead).catch(this.onError);
+          lastRead = undefined;
+        }
+      } catch (e) {
+        if (this.closed) return;
+        // The stream (and its group) vanished: expired while idle, or Redis restarted empty.
+        if (e instanceof Error && e.message.includes('NOGROUP')) await this.ensureGroup().catch(this.onError);
+        else await sleep(RETRY_MS);
+      }
+    }
+  }
+
+  /** A results message: one or more `job <call id>`, `outcome <json>` pairs. */
+  private onResult(fields: string[]): void {
+    let jobId: string | undefined;
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === 'job') jobId = fields[i + 1];
+      else if (fields[i] === 'outcome' && jobId !== undefined) {
+        const outcome = parseOutcome(tryParseJson(fields[i + 1]));
+        // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
+        if (outcome) this.pending.get(jobId)?.settle(outcome);
+        jobId = undefined;
+      }
+    }
+  }
+
+  /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
+  private async checkPending(): Promise<void> {
+    const now = Date.now();
+    const due = [...this.pending.values()].filter((p) => now - p.lastCheckedAt >= this.pollIntervalMs);
+    await Promise.all(
+      due.map(async (entry) => {
+        entry.lastCheckedAt = now;
+        const verdict = await this.lookUp(entry, now);
+        if (verdict) entry.settle(verdict);
+      }),
+    );
+  }
+
+  private async lookUp(entry: Pending, now: number): Promise<ExecOutcome | undefined> {
+    const { job, jobId } = entry;
+    const value = await this.redis.get(this.keys.outcome(entry.origin, jobId));
+    const recorded = parseOutcome(tryParseJson(value));
+    if (recorded) return recorded;
+    // The job running the call names itself in the outcome key; before it starts, the job we enqueued.
+    const carrierId = value?.startsWith(RUNNING_MARK)
+      ? value.slice(RUNNING_MARK.length)
+      : (entry.carrier?.jobId ?? jobId);
+    const bullJob = (await this.queues[job.queue].getJob(carrierId)) as Job | undefined;
+    const elapsed = now - entry.enqueuedAt;
+    if (bullJob?.finishedOn) {
+      if (bullJob.failedReason) return this.failedOutcome(job, bullJob.failedReason, elapsed);
+      const returned = parseOutcome((bullJob.returnvalue as Record<string, unknown> | null)?.[jobId]);
+      if (returned) return returned;
+    }
+    const perAttemptMs = job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
+    if (!bullJob) {
+      // Gone without an outcome: removed, or Redis restarted empty. Wait out every attempt's deadline first.
+      const overdue = elapsed > (MAX_STALLED[job.queue] + 1) * perAttemptMs;
+      return overdue ? lost(job, 'the job disappeared from the queue (was Redis restarted?)', elapsed) : undefined;
+    }
+    const startedAt = bullJob.processedOn;
+    if (!startedAt) {
+      // Nobody took the job within its calls' deadlines: it leaves the queue, and they all time out.
+      const overdue = (c: Pending) => now - c.enqueuedAt > c.job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
+      const waiting = (entry.carrier?.calls ?? [entry]).filter((c) => this.pending.get(c.jobId) === c);
+      if (!overdue(entry) || !waiting.every(overdue)) return undefined;
+      const removed = await this.queues[job.queue].remove(carrierId).catch(() => 0);
+      if (removed !== 1) return undefined;
+      for (const c of waiting) if (c !== entry) c.settle(notStarted(c.job, now - c.enqueuedAt));
+      return notStarted(job, elapsed);
+    }
+    if (now - startedAt <= perAttemptMs) return undefined;
+    return lost(job, 'no worker reported it past its deadline', elapsed);
+  }
+
+  private failedOutcome(job: ExecJob, failedReason: string, elapsed: number): ExecOutcome {
+    if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
+    return { status: 'error', code: 'handler_error', message: failedReason, durationMs: elapsed };
+  }
+}
+
+/**
+ * A job's id from the calls it carries (idempotent enqueue): `<round>-<i>.<j>…` per round, in the
+ * order the rounds joined, joined by `+`.
+ */
+function carrierJobId(calls: readonly Pending[]): string {
+  const byRound = new Map<string, number[]>();
+  for (const c of calls) getOrCreate(byRound, c.job.round, () => []).push(c.job.callIndex);
+  return [...byRound]
+    .map(([round, indexes]) =>
+      batchJobIdFor(
+        round,
+        indexes.sort((a, b) => a - b),
+      ),
+    )
+    .join('+');
+}
+
+function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
+  return {
+    status: 'error',
+    code: 'timeout',
+    message: `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`,
+    durationMs,
+  };
+}
+
+function lost(job: ExecJob, why: string, durationMs: number): ExecOutcome {
+  const rerun = job.queue === 'serial' ? 'it was not re-run' : 'it was retried at most once';
+  return {
+    status: 'error',
+    code: 'worker_lost',
+    message: `${job.name}: ${why}; the outcome is unknown and ${rerun}`,
+    durationMs,
+  };
+}
+
+function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () => U): Promise<T | U> {
+  if (signal.aborted) return Promise.resolve(onAbort());
+  let listener: () => void = () => {};
+  const aborted = new Promise<U>((resolve) => {
+    listener = () => resolve(onAbort());
+    signal.addEventListener('abort', listener, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', listener));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,87 @@
+import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
+import type { EventBus, EventName } from '../events/event-bus.js';
+import { invalidationsOf } from '../rules/dedupe.js';
+import type { PlannedCall } from '../rules/preflight.js';
+import { type CommitItem, type Store, toolResultData } from '../store/store.js';
+
+export interface CommitInput {
+  store: Store;
+  events: EventBus;
+  session: string;
+  tenant: string;
+  run: string;
+  round: string;
+  planned: readonly PlannedCall[];
+  results: readonly CallResult[];
+  /** The coordinator committing: fenced (nothing written) when another owns the round. */
+  owner?: string | undefined;
+  /** The `round.completed` data, for a store that appends the round's events itself. */
+  completed?: Record<string, unknown>;
+  now?: () => number;
+}
+
+/** What pass 3 writes for one call (DESIGN.md): its history entry, and for `ok`, dedupe, cache and invalidations. */
+function commitItemOf(
+  p: PlannedCall,
+  result: CallResult,
+  at: { callIndex: number; round: string; run: string; now: number; iso: string },
+): CommitItem {
+  const { round } = at;
+  const item: CommitItem = { callIndex: at.callIndex, entry: { ...result, round, run: at.run, at: at.iso } };
+  if (result.status !== 'ok') return item;
+  if (p.dedupable) {
+    const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
+    item.dedupe = p.paths ? { ...entry, paths: p.paths } : entry;
+  }
+  if (p.cacheable) {
+    item.cache = {
+      key: p.key,
+      value: { output: result.output, callId: result.id, round, storedAt: at.now },
+      ttlMs: RESULT_CACHE_TTL_MS,
+    };
+  }
+  const created = (result.output as { created?: unknown } | undefined)?.created;
+  const invalidations = invalidationsOf(p.name, p.args, typeof created === 'boolean' ? created : undefined);
+  if (invalidations.length > 0) item.invalidations = invalidations;
+  return item;
+}
+
+/** An event to publish on the session's stream. */
+export interface PendingEvent {
+  name: EventName;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Pass 3's writes (DESIGN.md), in call order: history, dedupe map (with edit/command
+ * invalidation), result cache, and the round's answer; the store applies the whole round at
+ * once. Returns the round's `tool.result` events, for the caller to publish (a store that
+ * `appendsEvents` has appended them, and round.completed, when given `completed`), or null when
+ * the round was fenced: done already (commit is idempotent) or owned by another coordinator.
+ */
+export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<PendingEvent[] | null> {
+  const { session, run, round } = input;
+  const now = (input.now ?? Date.now)();
+  const iso = new Date(now).toISOString();
+  const items: CommitItem[] = [];
+  for (const [i, result] of input.results.entries()) {
+    const p = input.planned[i];
+    if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now, iso }));
+  }
+  const outcome = await input.store.commitRound({
+    session,
+    tenant: input.tenant,
+    run,
+    round,
+    items,
+    ...(input.owner ? { owner: input.owner } : {}),
+    ...(input.completed ? { completed: input.completed } : {}),
+  });
+  if (outcome.fenced) return null;
+  return items.map((item) => ({ name: 'tool.result' as const, data: toolResultData(item.entry) }));
+}
+
+/** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */
+export async function commitRound(input: CommitInput): Promise<void> {
+  await input.events.publishMany(input.session, (await storeRound(input)) ?? []);
+}

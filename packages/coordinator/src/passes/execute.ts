@@ -1,0 +1,83 @@
+import type { CallResult, ExecJob, ExecOutcome, Executor } from '@tool-dispatch/shared';
+import { planSteps } from '../rules/plan.js';
+import type { PlannedCall } from '../rules/preflight.js';
+import type { RunLimiter } from '../support/run-limiter.js';
+
+export interface ExecuteInput {
+  /** Calls that passed pass 1 and the gate, in call order. */
+  calls: readonly PlannedCall[];
+  executor: Executor;
+  limiter: RunLimiter;
+  runKey: string;
+  signal: AbortSignal;
+  jobOf(call: PlannedCall): ExecJob;
+  /** Called as each call starts and ends (tracing, metrics). */
+  observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
+}
+
+const cancelled = (call: PlannedCall): CallResult => ({
+  id: call.call.id,
+  name: call.name,
+  status: 'error',
+  error: { code: 'cancelled', message: 'The run was cancelled before this call started; it did not run.' },
+  durationMs: 0,
+});
+
+/**
+ * Pass 2 (DESIGN.md): consecutive concurrent calls run as a batch, at most the run's limit in
+ * flight; a serial call runs alone. A failure never cancels its siblings. Results by call index.
+ */
+export async function executeCalls(input: ExecuteInput): Promise<Map<number, CallResult>> {
+  const results = new Map<number, CallResult>();
+  const isConcurrent = (c: PlannedCall) => c.spec?.concurrency === 'concurrent';
+  for (const step of planSteps(input.calls, isConcurrent)) {
+    const group = step.kind === 'batch' ? step.calls : [step.call];
+    await Promise.all(
+      group.map(async function runOneCall(call) {
+        results.set(call.call.index, await runOne(call, input));
+      }),
+    );
+  }
+  return results;
+}
+
+async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResult> {
+  if (input.signal.aborted) return cancelled(call);
+  let release: (() => void) | undefined;
+  try {
+    release = await input.limiter.acquire(input.runKey, input.signal);
+  } catch {
+    return cancelled(call);
+  }
+  try {
+    if (input.signal.aborted) return cancelled(call);
+    if (call.decision.kind === 'run' && call.decision.output !== undefined) {
+      return {
+        id: call.call.id,
+        name: call.name,
+        status: 'ok',
+        output: call.decision.output,
+        durationMs: 0,
+        ranOn: 'coordinator',
+      };
+    }
+    const job = input.jobOf(call);
+    const run = () => input.executor.execute(job, input.signal);
+    const outcome = input.observe ? await input.observe(call, job, run) : await run();
+    return toResult(call, outcome);
+  } finally {
+    release();
+  }
+}
+
+function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
+  const base = { id: call.call.id, name: call.name, durationMs: Math.round(o.durationMs) };
+  if (o.status === 'ok') return { ...base, status: 'ok', output: o.output, ranOn: o.ranOn };
+  const error =
+    o.details === undefined
+      ? { code: o.code, message: o.message }
+      : { code: o.code, message: o.message, details: o.details };
+  return o.ranOn === undefined
+    ? { ...base, status: 'error', error }
+    : { ...base, status: 'error', error, ranOn: o.ranOn };
+}

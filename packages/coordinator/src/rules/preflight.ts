@@ -1,0 +1,309 @@
+import {
+  type CallResult,
+  callKey,
+  FAILURES,
+  type FailureKind,
+  type ToolSpec,
+  validateAgainst,
+} from '@tool-dispatch/shared';
+import type { CachedResult, DedupeEntry, DedupeInvalidation } from '../store/store.js';
+import { isCacheable, needsConfirmation } from './cache.js';
+import { definitionOf } from './catalog.js';
+import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
+import { findTools } from './find-tools.js';
+import { argsShapeProblem, type NormalCall, readArgs } from './normalize-call.js';
+
+/** Tools the coordinator answers itself (no worker handler). */
+export const COORDINATOR_TOOLS = new Set(['find_tools']);
+
+/** What pass 1 decided for one call. */
+export type Decision =
+  | { kind: 'done'; result: CallResult }
+  | { kind: 'follow'; leader: number }
+  | { kind: 'run'; needsConfirm: boolean; output?: unknown };
+
+/** One call as pass 1 leaves it. */
+export interface PlannedCall {
+  call: NormalCall;
+  /** Resolved name (after unwrapping run_tool). */
+  name: string;
+  args: Record<string, unknown>;
+  spec: ToolSpec | undefined;
+  key: string;
+  dedupable: boolean;
+  cacheable: boolean;
+  /** Normalised paths a read_files call reads (kept with its dedupe entry). */
+  paths: string[] | undefined;
+  decision: Decision;
+}
+
+/** What pass 1 reads: the session's view of tools and the run's stored state. */
+export interface PreflightInput {
+  provider: string;
+  loaded: ReadonlySet<string>;
+  /** Mutated: schemas fetched by earlier calls of the round are fetched for later ones. */
+  fetched: Set<string>;
+  specs: ReadonlyMap<string, ToolSpec>;
+  /** Tools with a registered handler (workers); never client tools, which the client runs. */
+  runnable: ReadonlySet<string>;
+  autoApprove: readonly string[] | 'all';
+  /** Keys worked out ahead of pass 1 (`lookupKeys`), reused where a call resolves the same way. */
+  knownKeys?: ReadonlyMap<NormalCall, KnownKey>;
+  /** The run's dedupe entries under these keys (one read for the round). */
+  findDedupe(keys: readonly string[]): Promise<ReadonlyMap<string, DedupeEntry>>;
+  /** The tenant's live cached results under these keys (one read for the round). */
+  findCached(keys: readonly string[]): Promise<ReadonlyMap<string, CachedResult>>;
+}
+
+/** A call's resolved name, args and key, worked out before pass 1 (`lookupKeys`). */
+export interface KnownKey {
+  name: string;
+  args: Record<string, unknown>;
+  key: string;
+}
+
+/**
+ * The keys of the calls pass 1 may look up in the run's dedupe map, worked out before the
+ * session is read so the round's begin reads them in the same step: each call resolved as
+ * steps 1 and 2 do with run_tool unwrapped, kept where `dedupable` says it may be deduped. A
+ * call pass 1 resolves otherwise (run_tool under claude-code, say) gets its key there, and pass
+ * 1 reads any key not read here itself.
+ */
+export function lookupKeys(
+  calls: readonly NormalCall[],
+  dedupable: (name: string, args: Record<string, unknown>) => boolean,
+): Map<NormalCall, KnownKey> {
+  const known = new Map<NormalCall, KnownKey>();
+  for (const call of calls) {
+    let { name, args } = call;
+    if (!args || name === '') continue;
+    if (name === 'run_tool') {
+      const inner = args.name;
+      if (typeof inner !== 'string' || inner === '' || inner === 'run_tool') continue;
+      const read = readArgs(args.args);
+      if ('problem' in read) continue;
+      name = inner;
+      args = read.args;
+    }
+    if (dedupable(name, args)) known.set(call, { name, args, key: callKey(name, args) });
+  }
+  return known;
+}
+
+const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): Decision => {
+  const { status, code } = FAILURES[kind];
+  const error = details === undefined ? { code, message } : { code, message, details };
+  return { kind: 'done', result: { id: call.id, name, status, error, durationMs: 0 } };
+};
+
+function refusalHint(name: string, loaded: ReadonlySet<string>): string {
+  const label = name ? `"${name}"` : 'A call without a tool name';
+  if (loaded.has('run_tool')) {
+    return `${label} is not loaded in this session, so it cannot be called directly. Fetch its schema with find_tools({"names": ["${name}"]}), then call it through run_tool({"name": "${name}", "args": {...}}).`;
+  }
+  return `${label} is not a tool you can call in this session. Use find_tools to see which tools exist and fetch their schemas.`;
+}
+
+/**
+ * Pass 1 (DESIGN.md): goes through the calls in order, each through the eight steps, and
+ * decides for each: ended here (with a status), follows an identical earlier call, or runs.
+ */
+export async function preflight(calls: readonly NormalCall[], input: PreflightInput): Promise<PlannedCall[]> {
+  const resolved = calls.map((call) => resolveCall(call, input));
+  // Pass 1 writes nothing to the dedupe map or the cache, so the round's lookups can all be read
+  // first, at once. A cache hit is still used only at step 7 (valid calls of tools that exist).
+  const open = resolved.filter((p) => p.decision.kind === 'run');
+  const [dedupeHits, cacheHits] = await Promise.all([
+    input.findDedupe([...new Set(open.filter((p) => p.dedupable).map((p) => p.key))]),
+    input.findCached([...new Set(open.filter((p) => p.cacheable).map((p) => p.key))]),
+  ]);
+  const planned: PlannedCall[] = [];
+  const leaders = new Map<string, number>();
+  /** Invalidations earlier calls of this round will cause if they run (lookahead for dedupe). */
+  const shadows: DedupeInvalidation[] = [];
+  for (const r of resolved) {
+    const p = r.decision.kind === 'run' ? decide(r, input, { leaders, shadows, planned, dedupeHits, cacheHits }) : r;
+    planned.push(p);
+    if (p.decision.kind === 'run') {
+      for (const inv of invalidationsOf(p.name, p.args, undefined)) {
+        shadows.push(inv);
+        for (const [key, idx] of leaders) {
+          const leader = planned[idx];
+          if (leader && covers(inv, leader.name, leader.paths)) leaders.delete(key);
+        }
+      }
+    }
+  }
+  return planned;
+}
+
+interface RoundState {
+  leaders: Map<string, number>;
+  shadows: DedupeInvalidation[];
+  planned: PlannedCall[];
+  dedupeHits: ReadonlyMap<string, DedupeEntry>;
+  cacheHits: ReadonlyMap<string, CachedResult>;
+}
+
+/** Steps 1 and 2 (and the shape of the args): the call ended here, or its resolved name and args, to go on. */
+function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
+  const base = (name: string, args: Record<string, unknown>, decision: Decision): PlannedCall => {
+    const spec = input.specs.get(name);
+    const known = input.knownKeys?.get(call);
+    return {
+      call,
+      name,
+      args,
+      spec,
+      key: known && known.name === name && known.args === args ? known.key : callKey(name, args),
+      dedupable: isDedupable(spec, name, args),
+      cacheable: isCacheable(spec, name, args),
+      paths: pathsRead(name, args),
+      decision,
+    };
+  };
+  let name = call.name;
+  let args = call.args;
+  let viaRunTool = false;
+
+  if (name === '')
+    return base(
+      name,
+      args ?? {},
+      stop(call, name, 'bad_args', 'The call has no tool name; every call needs a string "name".'),
+    );
+
+  // Step 1: unwrap run_tool (only where it is loaded; under claude-code step 2 refuses it).
+  if (name === 'run_tool' && input.loaded.has('run_tool')) {
+    if (!args) return base(name, {}, stop(call, name, 'bad_args', `run_tool: ${call.argsProblem}`));
+    const inner = args.name;
+    if (typeof inner !== 'string' || inner === '')
+      return base(
+        name,
+        args,
+        stop(call, name, 'bad_run_tool', 'run_tool needs a string "name" naming the tool to call, and its "args".'),
+      );
+    if (inner === 'run_tool')
+      return base(name, args, stop(call, name, 'bad_run_tool', 'run_tool cannot call run_tool; name the tool itself.'));
+    const read = readArgs(args.args);
+    name = inner;
+    if ('problem' in read) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${read.problem}`));
+    args = read.args;
+    viaRunTool = true;
+  }
+
+  // Step 2: the loaded-set check, for direct calls (names that exist nowhere too).
+  if (!viaRunTool && !input.loaded.has(name))
+    return base(name, args ?? {}, stop(call, name, 'not_loaded', refusalHint(name, input.loaded)));
+  if (!args) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${call.argsProblem}`));
+  const shape = argsShapeProblem(args);
+  if (shape) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${shape}`));
+
+  return base(name, args, { kind: 'run', needsConfirm: false });
+}
+
+/** Steps 3 to 8 for a call that got through steps 1 and 2. */
+function decide(planned: PlannedCall, input: PreflightInput, round: RoundState): PlannedCall {
+  const { call, name, args, spec } = planned;
+
+  // Step 3: dedupe, within the round and against the run's successful results.
+  if (planned.dedupable) {
+    const leader = round.leaders.get(planned.key);
+    if (leader !== undefined) return { ...planned, decision: { kind: 'follow', leader } };
+    round.leaders.set(planned.key, round.planned.length);
+    const shadowed = round.shadows.some((inv) => covers(inv, name, planned.paths));
+    const hit = shadowed ? undefined : round.dedupeHits.get(planned.key);
+    if (hit) {
+      const result: CallResult = {
+        id: call.id,
+        name,
+        status: 'deduped',
+        output: hit.output,
+        dedupedFrom: hit.callId,
+        dedupedFromRound: hit.round,
+        durationMs: 0,
+      };
+      return { ...planned, decision: { kind: 'done', result } };
+    }
+  }
+
+  // Step 4: a deferred schema not yet shown to this session.
+  if (spec && !input.fetched.has(name)) {
+    input.fetched.add(name);
+    const check = validateAgainst(spec.parameters, args);
+    const output: Record<string, unknown> = {
+      tool: definitionOf(spec),
+      message: `This is the schema of ${name}; it was not fetched before, so the call did not run. Call ${name} again with args that match tool.parameters.`,
+    };
+    if (!check.valid) output.problems = check.problems;
+    return {
+      ...planned,
+      decision: { kind: 'done', result: { id: call.id, name, status: 'schema', output, durationMs: 0 } },
+    };
+  }
+
+  // Step 5: existence: a definition and a handler somewhere.
+  if (!spec)
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_definition',
+        `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
+      ),
+    };
+  if (spec.kind === 'client')
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_handler',
+        `"${name}" is a client tool: the client application runs it, not tool-dispatch, so it did not run here.`,
+      ),
+    };
+  if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
+    return {
+      ...planned,
+      decision: stop(
+        call,
+        name,
+        'no_handler',
+        `"${name}" is defined but no handler is registered for it right now, so it cannot run.`,
+      ),
+    };
+
+  // Step 6: validation against the tool's JSON schema.
+  const check = validateAgainst(spec.parameters, args);
+  if (!check.valid)
+    return {
+      ...planned,
+      decision: stop(call, name, 'bad_args', `Invalid args for ${name}: ${check.problems.join('; ')}.`, {
+        problems: check.problems,
+      }),
+    };
+
+  // Step 7: the result cache (valid calls of existing tools only).
+  if (planned.cacheable) {
+    const hit = round.cacheHits.get(planned.key);
+    if (hit) {
+      const result: CallResult = { id: call.id, name, status: 'cached', output: hit.output, durationMs: 0 };
+      return { ...planned, decision: { kind: 'done', result } };
+    }
+  }
+
+  // find_tools is answered here, so later calls of the round see the schemas it fetches.
+  if (name === 'find_tools') {
+    const visible = [...input.specs.values()].filter(
+      (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name),
+    );
+    const output = findTools(visible, args);
+    for (const t of output.tools) input.fetched.add(t.name);
+    return { ...planned, decision: { kind: 'run', needsConfirm: false, output } };
+  }
+
+  // Step 8: the confirm gate (asked for all of the round at once, by the caller).
+  const approved = input.autoApprove === 'all' || input.autoApprove.includes(name);
+  return { ...planned, decision: { kind: 'run', needsConfirm: needsConfirmation(spec, name, args) && !approved } };
+}

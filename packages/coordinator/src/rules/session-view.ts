@@ -1,0 +1,60 @@
+import type { NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
+import type { ToolsView } from '../dispatcher.js';
+
+export const CLAUDE_CODE = 'claude-code';
+
+/** DESIGN.md: tools the model may call directly under a provider. */
+export function loadedSet(
+  provider: string,
+  specs: ReadonlyMap<string, ToolSpec>,
+  clientTools: readonly ToolDefinition[],
+): Set<string> {
+  if (provider === CLAUDE_CODE) return new Set([...specs.keys()].filter((n) => n !== 'run_tool'));
+  return new Set(['find_tools', 'run_tool', ...clientTools.map((t) => t.name)]);
+}
+
+/** Schemas a new session has already been shown: find_tools and client tools (and run_tool where loaded). */
+export function initiallyFetched(provider: string, clientTools: readonly ToolDefinition[]): string[] {
+  const base = provider === CLAUDE_CODE ? ['find_tools'] : ['find_tools', 'run_tool'];
+  return [...base, ...clientTools.map((t) => t.name)];
+}
+
+const neutral = (s: ToolSpec): NeutralTool => ({ name: s.name, description: s.description, parameters: s.parameters });
+
+/**
+ * The tools array for the model's next request and the turn-context text naming deferred tools.
+ * `runnable` limits both to tools that can run now (a handler is registered, or the client runs it).
+ */
+export function buildToolsView(
+  provider: string,
+  specs: ReadonlyMap<string, ToolSpec>,
+  runnable: ReadonlySet<string>,
+): ToolsView {
+  const usable = [...specs.values()].filter(
+    (s) => s.kind === 'client' || s.name === 'find_tools' || s.name === 'run_tool' || runnable.has(s.name),
+  );
+  if (provider === CLAUDE_CODE) {
+    const tools = usable.filter((s) => s.name !== 'run_tool').map(neutral);
+    const deferred = usable.filter((s) => s.deferred).map((s) => s.name);
+    const context = [
+      `You have ${tools.length} tools. find_tools and client tools are ready to call.`,
+      `The first call of each of these returns its full schema instead of running; call it again with args that match: ${deferred.join(', ')}.`,
+    ].join('\n');
+    return { tools, context };
+  }
+  const tools = usable.filter((s) => !s.deferred).map(neutral);
+  const deferred = usable.filter((s) => s.deferred);
+  const lines = deferred.map((s) => `- ${s.name}: ${firstSentence(s.description)}`);
+  const context = [
+    'More tools are available than your tools array shows. To use one, fetch its schema with',
+    'find_tools({"names": [...]}) or find_tools({"query": "..."}), then call it as',
+    'run_tool({"name": "<tool>", "args": {...}}). Available tools:',
+    ...lines,
+  ].join('\n');
+  return { tools, context };
+}
+
+function firstSentence(text: string): string {
+  const m = text.match(/^.*?[.!?](\s|$)/);
+  return (m ? m[0] : text).trim();
+}
