@@ -1,7 +1,7 @@
 import type { NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
 import type { PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
-import type { HistoryEntry, RoundResponse, SessionState } from './store/store.js';
+import type { HistoryEntry, RoundResponse, SessionState } from './model.js';
 
 /** Body of `PUT /v1/sessions/{session}` after edge validation. */
 export interface SessionInput {

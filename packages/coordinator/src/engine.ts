@@ -22,16 +22,27 @@ import {
 } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
 import { MemoryEventBus } from './events/memory.js';
-import { type RoundLedger, type RoundRef, roundMember, type StoredPlanned } from './ledger/round-ledger.js';
+import { type RoundLedger, roundMember } from './ledger/round-ledger.js';
+import type {
+  DedupeEntry,
+  HistoryEntry,
+  KnownKey,
+  NormalCall,
+  PlannedCall,
+  RoundRef,
+  RoundResponse,
+  SessionState,
+  StoredPlanned,
+} from './model.js';
 import { storeRound } from './passes/commit.js';
 import { executeCalls } from './passes/execute.js';
 import { Catalog, definitionProblem, sessionSpecs } from './rules/catalog.js';
 import { isDedupable } from './rules/dedupe.js';
-import { type NormalCall, normalizeCall } from './rules/normalize-call.js';
-import { type KnownKey, lookupKeys, type PlannedCall, preflight } from './rules/preflight.js';
+import { normalizeCall } from './rules/normalize-call.js';
+import { lookupKeys, preflight } from './rules/preflight.js';
 import { buildToolsView, initiallyFetched, loadedSet } from './rules/session-view.js';
 import { MemoryStore } from './store/memory.js';
-import type { DedupeEntry, HistoryEntry, RoundResponse, SessionState, Store } from './store/store.js';
+import type { Store } from './store/store.js';
 import { getOrCreate } from './support/maps.js';
 import { RunLimiter } from './support/run-limiter.js';
 import { settleWithin } from './support/settle.js';

@@ -13,7 +13,7 @@ import {
   type Tracing,
 } from '@tool-dispatch/shared';
 import type { EngineHooks } from '../engine.js';
-import type { PlannedCall } from '../rules/preflight.js';
+import type { PlannedCall } from '../model.js';
 import type { CoordinatorMetrics } from './metrics.js';
 
 /** What pass 1 decided for each call, for the preflight span's per-call events. */

@@ -10,7 +10,7 @@ export interface PendingConfirmation {
   createdAt: number;
 }
 
-export interface Decision {
+export interface ConfirmDecision {
   approve: boolean;
   remember: boolean;
   /** Who decided: a person, the confirm timeout, or the run's cancellation. */
@@ -34,7 +34,7 @@ export interface ConfirmHub {
   request(
     items: readonly PendingConfirmation[],
     options: { timeoutMs: number; signal: AbortSignal },
-  ): Promise<Decision[]>;
+  ): Promise<ConfirmDecision[]>;
   /** Answers by confirmationId, or by a callId that exactly one pending confirmation has. */
   answer(
     session: string,

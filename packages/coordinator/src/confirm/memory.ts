@@ -1,8 +1,8 @@
-import type { AnswerOutcome, ConfirmHub, Decision, PendingConfirmation } from './confirm-hub.js';
+import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 
 interface Waiting {
   item: PendingConfirmation;
-  decide: (d: Decision) => void;
+  decide: (d: ConfirmDecision) => void;
 }
 
 /** Embedded-mode confirmations: waiting promises in this process. */
@@ -12,13 +12,16 @@ export class MemoryConfirmHub implements ConfirmHub {
   async request(
     items: readonly PendingConfirmation[],
     options: { timeoutMs: number; signal: AbortSignal },
-  ): Promise<Decision[]> {
+  ): Promise<ConfirmDecision[]> {
     return Promise.all(items.map((item) => this.waitFor(item, options)));
   }
 
-  private waitFor(item: PendingConfirmation, options: { timeoutMs: number; signal: AbortSignal }): Promise<Decision> {
-    return new Promise<Decision>((resolve) => {
-      const finish = (d: Decision) => {
+  private waitFor(
+    item: PendingConfirmation,
+    options: { timeoutMs: number; signal: AbortSignal },
+  ): Promise<ConfirmDecision> {
+    return new Promise<ConfirmDecision>((resolve) => {
+      const finish = (d: ConfirmDecision) => {
         if (!this.waiting.has(item.confirmationId)) return;
         this.waiting.delete(item.confirmationId);
         clearTimeout(timer);

@@ -1,7 +1,7 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import { duplicateClient, type RedisClient } from '../store/redis.js';
 import { runScript } from '../support/redis-client.js';
-import type { AnswerOutcome, ConfirmHub, Decision, PendingConfirmation } from './confirm-hub.js';
+import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 import { answerConfirmScript } from './lua/answerConfirm-2.lua.js';
 import { settleConfirmScript } from './lua/settleConfirm-2.lua.js';
 
@@ -21,7 +21,7 @@ const PENDING_GRACE_MS = 60_000;
 
 interface Waiter {
   session: string;
-  decide(decision: Decision): void;
+  decide(decision: ConfirmDecision): void;
 }
 
 /** As stored: the confirmation plus its place in its round, to list a round's confirmations in call order. */
@@ -35,7 +35,7 @@ function toPending({ order: _order, ...item }: StoredPending): PendingConfirmati
 
 interface AnswerMessage {
   confirmationId: string;
-  decision: Decision;
+  decision: ConfirmDecision;
 }
 
 /**
@@ -65,15 +65,15 @@ export class RedisConfirmHub implements ConfirmHub {
   async request(
     items: readonly PendingConfirmation[],
     options: { timeoutMs: number; signal: AbortSignal },
-  ): Promise<Decision[]> {
+  ): Promise<ConfirmDecision[]> {
     if (items.length === 0) return [];
     const { timeoutMs, signal } = options;
-    const decisions = new Map<string, Decision>();
+    const decisions = new Map<string, ConfirmDecision>();
     let finish: () => void = () => {};
     const done = new Promise<void>((resolve) => {
       finish = resolve;
     });
-    const decide = (id: string, decision: Decision) => {
+    const decide = (id: string, decision: ConfirmDecision) => {
       if (decisions.has(id)) return;
       decisions.set(id, decision);
       this.waiters.delete(id);
@@ -129,7 +129,7 @@ export class RedisConfirmHub implements ConfirmHub {
       clearInterval(poll);
       signal.removeEventListener('abort', onAbort);
     }
-    return items.map((i) => decisions.get(i.confirmationId) as Decision);
+    return items.map((i) => decisions.get(i.confirmationId) as ConfirmDecision);
   }
 
   async answer(
@@ -137,7 +137,7 @@ export class RedisConfirmHub implements ConfirmHub {
     idOrCallId: string,
     decision: { approve: boolean; remember: boolean },
   ): Promise<AnswerOutcome> {
-    const full: Decision = { approve: decision.approve, remember: decision.remember, by: 'person' };
+    const full: ConfirmDecision = { approve: decision.approve, remember: decision.remember, by: 'person' };
     const reply = (await runScript(
       this.redis,
       answerConfirmScript,
@@ -168,7 +168,7 @@ export class RedisConfirmHub implements ConfirmHub {
   async close(): Promise<void> {
     const bySession = new Map<string, string[]>();
     for (const [id, w] of this.waiters) bySession.set(w.session, [...(bySession.get(w.session) ?? []), id]);
-    const cancelled: Decision = { approve: false, remember: false, by: 'cancelled' };
+    const cancelled: ConfirmDecision = { approve: false, remember: false, by: 'cancelled' };
     await Promise.all(
       [...bySession].map(([session, ids]) =>
         runScript(
@@ -197,8 +197,11 @@ export class RedisConfirmHub implements ConfirmHub {
   }
 
   /** Applies `decision` to those still pending; returns what holds for each (an earlier answer wins). */
-  private async settle(items: readonly PendingConfirmation[], decision: Decision): Promise<Map<string, Decision>> {
-    const out = new Map<string, Decision>();
+  private async settle(
+    items: readonly PendingConfirmation[],
+    decision: ConfirmDecision,
+  ): Promise<Map<string, ConfirmDecision>> {
+    const out = new Map<string, ConfirmDecision>();
     for (const [session, group] of groupBySession(items)) {
       const ids = group.map((i) => i.confirmationId);
       const reply = (await runScript(
@@ -208,19 +211,19 @@ export class RedisConfirmHub implements ConfirmHub {
         [JSON.stringify(decision), DECIDED_TTL_MS, ...ids],
       )) as string[];
       ids.forEach((id, i) => {
-        out.set(id, (tryParseJson(reply[i]) as Decision | undefined) ?? decision);
+        out.set(id, (tryParseJson(reply[i]) as ConfirmDecision | undefined) ?? decision);
       });
     }
     return out;
   }
 
-  private async readDecisions(items: readonly PendingConfirmation[]): Promise<Map<string, Decision>> {
-    const out = new Map<string, Decision>();
+  private async readDecisions(items: readonly PendingConfirmation[]): Promise<Map<string, ConfirmDecision>> {
+    const out = new Map<string, ConfirmDecision>();
     for (const [session, group] of groupBySession(items)) {
       const ids = group.map((i) => i.confirmationId);
       const values = await this.redis.hmget(this.keys.confirmDecided(session), ...ids);
       ids.forEach((id, i) => {
-        const d = tryParseJson(values[i]) as Decision | undefined;
+        const d = tryParseJson(values[i]) as ConfirmDecision | undefined;
         if (d) out.set(id, d);
       });
     }

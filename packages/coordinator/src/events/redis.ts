@@ -1,4 +1,5 @@
-import { DuePerKey, EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { EventStreamWriter } from '../support/event-stream.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { DispatchEvent, EventBus, EventName } from './event-bus.js';
 import { publishEventsScript } from './lua/publishEvents-1.lua.js';
@@ -17,8 +18,6 @@ export interface RedisEventBusOptions {
 const STREAM_ID = /^\d+-\d+$/;
 const READ_COUNT = 100;
 const RETRY_MS = 250;
-/** A stream lives this long past the replay window after its last TTL push (at most this often). */
-const EXPIRE_SLACK_MS = 60_000;
 
 type StreamEntry = [id: string, fields: string[]];
 
@@ -136,38 +135,6 @@ export class RedisEventBus implements EventBus {
   /** Ends every subscription; the caller's connection stays open. */
   async close(): Promise<void> {
     for (const stop of [...this.stops]) stop();
-  }
-}
-
-/**
- * What appending to a session's event stream takes besides the events (for publishEvents-1.lua
- * and the round scripts that append their own events): the stream key, and as script arguments
- * the MINID of the replay window, the stream's TTL, and whether to push that TTL back. An
- * abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back to
- * replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
- */
-export class EventStreamWriter {
-  /** When this process last pushed back each stream's TTL. */
-  private readonly expiry = new DuePerKey(EXPIRE_SLACK_MS);
-
-  constructor(
-    private readonly keys: RedisKeys,
-    private readonly replayMs: number = EVENT_REPLAY_MS,
-  ) {}
-
-  /** `args` are MINID, TTL ms and "1"/"0" (refresh); call `done` once the script ran. */
-  prepare(session: string): { key: string; args: [string, number, string]; done(): void } {
-    const key = this.keys.events(session);
-    const now = Date.now();
-    const minId = String(Math.max(0, now - this.replayMs));
-    const refresh = this.expiry.due(key, now);
-    return {
-      key,
-      args: [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0'],
-      done: () => {
-        if (refresh) this.expiry.done(key, now);
-      },
-    };
   }
 }
 

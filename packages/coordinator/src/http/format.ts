@@ -1,5 +1,5 @@
 import { type CallResult, isSuccess, type NeutralTool } from '@tool-dispatch/shared';
-import type { RoundResponse } from '../store/store.js';
+import type { RoundResponse } from '../model.js';
 
 /** How a client wants tools and results shaped (`?format=`); neutral is API.md's own shape. */
 export type WireFormat = 'neutral' | 'openai' | 'anthropic';

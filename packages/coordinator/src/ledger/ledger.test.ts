@@ -2,8 +2,9 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
+import { MemoryLedger } from './memory.js';
 import { RedisLedger } from './redis.js';
-import { MemoryLedger, type RoundLedger } from './round-ledger.js';
+import type { RoundLedger } from './round-ledger.js';
 
 let redis: Redis;
 useRedis((_server, r) => {

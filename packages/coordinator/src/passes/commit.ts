@@ -1,8 +1,9 @@
 import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import type { EventBus, EventName } from '../events/event-bus.js';
+import type { PlannedCall } from '../model.js';
+import { toolResultData } from '../model.js';
 import { invalidationsOf } from '../rules/dedupe.js';
-import type { PlannedCall } from '../rules/preflight.js';
-import { type CommitItem, type Store, toolResultData } from '../store/store.js';
+import type { CommitItem, Store } from '../store/store.js';
 
 export interface CommitInput {
   store: Store;

@@ -1,6 +1,6 @@
 import type { CallResult, ExecJob, ExecOutcome, Executor } from '@tool-dispatch/shared';
+import type { PlannedCall } from '../model.js';
 import { planSteps } from '../rules/plan.js';
-import type { PlannedCall } from '../rules/preflight.js';
 import type { RunLimiter } from '../support/run-limiter.js';
 
 export interface ExecuteInput {

@@ -7,7 +7,7 @@ import { Engine, MAX_ROUND_RETRIES } from '../engine.js';
 import type { DispatchEvent } from '../events/event-bus.js';
 import { MemoryEventBus } from '../events/memory.js';
 import { sleep } from '../executors/fake.js';
-import { MemoryLedger } from '../ledger/round-ledger.js';
+import { MemoryLedger } from '../ledger/memory.js';
 import { MemoryStore } from '../store/memory.js';
 
 /**

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { DedupeInvalidation } from '../store/store.js';
+import type { DedupeInvalidation } from '../model.js';
 
 /** Normalises a workspace-relative path so `./a.txt`, `b/../a.txt` and `a.txt` compare equal. */
 export function normalizePath(p: string): string {

@@ -1,15 +1,5 @@
 import { MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '@tool-dispatch/shared';
-
-/** A call in the engine's one shape, whatever shape it arrived in. */
-export interface NormalCall {
-  index: number;
-  id: string;
-  /** The name as called (before unwrapping run_tool); '' when the call had none. */
-  name: string;
-  /** The args as an object, or undefined when they could not be read (see argsProblem). */
-  args: Record<string, unknown> | undefined;
-  argsProblem?: string;
-}
+import type { NormalCall } from '../model.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -6,36 +6,23 @@ import {
   type ToolSpec,
   validateAgainst,
 } from '@tool-dispatch/shared';
-import type { CachedResult, DedupeEntry, DedupeInvalidation } from '../store/store.js';
+import type {
+  CachedResult,
+  CallDecision,
+  DedupeEntry,
+  DedupeInvalidation,
+  KnownKey,
+  NormalCall,
+  PlannedCall,
+} from '../model.js';
 import { isCacheable, needsConfirmation } from './cache.js';
 import { definitionOf } from './catalog.js';
 import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
 import { findTools } from './find-tools.js';
-import { argsShapeProblem, type NormalCall, readArgs } from './normalize-call.js';
+import { argsShapeProblem, readArgs } from './normalize-call.js';
 
 /** Tools the coordinator answers itself (no worker handler). */
 export const COORDINATOR_TOOLS = new Set(['find_tools']);
-
-/** What pass 1 decided for one call. */
-export type Decision =
-  | { kind: 'done'; result: CallResult }
-  | { kind: 'follow'; leader: number }
-  | { kind: 'run'; needsConfirm: boolean; output?: unknown };
-
-/** One call as pass 1 leaves it. */
-export interface PlannedCall {
-  call: NormalCall;
-  /** Resolved name (after unwrapping run_tool). */
-  name: string;
-  args: Record<string, unknown>;
-  spec: ToolSpec | undefined;
-  key: string;
-  dedupable: boolean;
-  cacheable: boolean;
-  /** Normalised paths a read_files call reads (kept with its dedupe entry). */
-  paths: string[] | undefined;
-  decision: Decision;
-}
 
 /** What pass 1 reads: the session's view of tools and the run's stored state. */
 export interface PreflightInput {
@@ -53,13 +40,6 @@ export interface PreflightInput {
   findDedupe(keys: readonly string[]): Promise<ReadonlyMap<string, DedupeEntry>>;
   /** The tenant's live cached results under these keys (one read for the round). */
   findCached(keys: readonly string[]): Promise<ReadonlyMap<string, CachedResult>>;
-}
-
-/** A call's resolved name, args and key, worked out before pass 1 (`lookupKeys`). */
-export interface KnownKey {
-  name: string;
-  args: Record<string, unknown>;
-  key: string;
 }
 
 /**
@@ -90,7 +70,7 @@ export function lookupKeys(
   return known;
 }
 
-const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): Decision => {
+const stop = (call: NormalCall, name: string, kind: FailureKind, message: string, details?: unknown): CallDecision => {
   const { status, code } = FAILURES[kind];
   const error = details === undefined ? { code, message } : { code, message, details };
   return { kind: 'done', result: { id: call.id, name, status, error, durationMs: 0 } };
@@ -147,7 +127,7 @@ interface RoundState {
 
 /** Steps 1 and 2 (and the shape of the args): the call ended here, or its resolved name and args, to go on. */
 function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
-  const base = (name: string, args: Record<string, unknown>, decision: Decision): PlannedCall => {
+  const base = (name: string, args: Record<string, unknown>, decision: CallDecision): PlannedCall => {
     const spec = input.specs.get(name);
     const known = input.knownKeys?.get(call);
     return {

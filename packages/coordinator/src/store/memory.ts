@@ -1,20 +1,22 @@
-import type { StoredPlanned } from '../ledger/round-ledger.js';
+import type {
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  SessionState,
+  StoredPlanned,
+} from '../model.js';
+import { resultOf } from '../model.js';
 import { getOrCreate } from '../support/maps.js';
 import type {
   BeginRound,
   BeginRoundInput,
-  CachedResult,
   CommitRoundInput,
   CommittedRound,
-  DedupeEntry,
-  DedupeInvalidation,
-  HistoryEntry,
   RoundRecord,
-  SessionState,
   Store,
   TakenRound,
 } from './store.js';
-import { resultOf } from './store.js';
 
 /** A round as kept here: its record, plus what a takeover needs. */
 interface KeptRound extends RoundRecord {

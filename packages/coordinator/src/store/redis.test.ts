@@ -4,9 +4,9 @@ import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
 import type { DispatchEvent } from '../events/event-bus.js';
 import { RedisEventBus } from '../events/redis.js';
+import type { SessionState } from '../model.js';
 import { RedisStore } from './redis.js';
 import { describeStoreContract } from './store.contract.js';
-import type { SessionState } from './store.js';
 
 let redis: Redis;
 useRedis((_server, r) => {

@@ -1,6 +1,5 @@
 import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
-import { EventStreamWriter } from '../events/redis.js';
-import type { StoredPlanned } from '../ledger/round-ledger.js';
+import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
@@ -10,23 +9,27 @@ import { failRoundScript, saveDecisionsScript, takeRoundScript } from './lua/tak
 import type {
   BeginRound,
   BeginRoundInput,
-  CachedResult,
   CommitItem,
   CommitRoundInput,
   CommittedRound,
-  DedupeEntry,
-  DedupeInvalidation,
-  HistoryEntry,
   RoundRecord,
-  RoundResponse,
-  SessionState,
   Store,
   TakenRound,
 } from './store.js';
-import { resultOf } from './store.js';
 
 export type { RedisClient } from '../support/redis-client.js';
 export { duplicateClient } from '../support/redis-client.js';
+
+import type {
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  RoundResponse,
+  SessionState,
+  StoredPlanned,
+} from '../model.js';
+import { resultOf } from '../model.js';
 
 export interface RedisStoreOptions {
   /** A connection the caller owns (a node or a cluster); `close()` leaves it open. */

@@ -1,7 +1,7 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StoredPlanned } from '../ledger/round-ledger.js';
-import type { CommitItem, DedupeEntry, HistoryEntry, SessionState, Store } from './store.js';
+import type { DedupeEntry, HistoryEntry, SessionState, StoredPlanned } from '../model.js';
+import type { CommitItem, Store } from './store.js';
 
 /**
  * The rules every Store keeps (STYLE.md: one shared suite, run against each implementation).

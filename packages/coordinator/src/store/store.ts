@@ -1,60 +1,12 @@
-import type { CallResult, ToolDefinition } from '@tool-dispatch/shared';
-import type { StoredPlanned } from '../ledger/round-ledger.js';
-
-/** What a session is made of (DESIGN.md vocabulary). Serialisable. */
-export interface SessionState {
-  id: string;
-  provider: string;
-  tenant: string;
-  /** Tool names approved for the whole session, or every tool. */
-  autoApprove: string[] | 'all';
-  clientTools: ToolDefinition[];
-  /** Tools the model may call directly. */
-  loaded: string[];
-  /** Tools whose schema this session has been shown. */
-  fetched: string[];
-  workspace: string;
-  createdAt: number;
-  updatedAt: number;
-}
-
-/** One recorded result: the call's result plus where and when it was committed. */
-export interface HistoryEntry extends CallResult {
-  round: string;
-  run: string;
-  /** Commit time, ISO 8601. */
-  at: string;
-}
-
-/** The `tool.result` event of a committed call: its result, with the round and run. */
-export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
-  const { round, run, at: _at, ...result } = entry;
-  return { round, run, ...result };
-}
-
-/** A committed call's result, as the round's answer holds it. */
-export function resultOf(entry: HistoryEntry): CallResult {
-  const { round: _round, run: _run, at: _at, ...result } = entry;
-  return result;
-}
-
-/** A successful result remembered for the run's dedupe map. */
-export interface DedupeEntry {
-  key: string;
-  tool: string;
-  callId: string;
-  round: string;
-  output: unknown;
-  /** Normalised workspace paths the call read (read_files), for invalidation by edit_file. */
-  paths?: string[];
-}
-
-/** Which dedupe entries of a run a side effect invalidates. */
-export interface DedupeInvalidation {
-  tool: string;
-  /** Only entries whose paths meet these; absent means every entry of the tool. */
-  paths?: string[];
-}
+import type {
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  RoundResponse,
+  SessionState,
+  StoredPlanned,
+} from '../model.js';
 
 /** One call of a round as pass 3 commits it (DESIGN.md), for `Store.commitRound`. */
 export interface CommitItem {
@@ -67,13 +19,6 @@ export interface CommitItem {
   cache?: { key: string; value: CachedResult; ttlMs: number };
   /** The run's dedupe entries this call's side effect removes, after its own writes. */
   invalidations?: readonly DedupeInvalidation[];
-}
-
-export interface CachedResult {
-  output: unknown;
-  callId: string;
-  round: string;
-  storedAt: number;
 }
 
 /** The stored state of a round, so a retry (or another coordinator) can answer it. */
@@ -90,11 +35,6 @@ export interface RoundRecord {
   /** Why it failed, for a retry under its key (state `failed`). */
   error?: string;
   createdAt: number;
-}
-
-export interface RoundResponse {
-  round: string;
-  results: CallResult[];
 }
 
 /** What a takeover finds of a round (`Store.takeRound`). */

@@ -1,0 +1,129 @@
+// The coordinator's domain types: what rules, passes and seams share about calls, rounds and
+// sessions. Nothing here does I/O; everything above imports from here, and this imports only
+// the wire types of @tool-dispatch/shared.
+import type { CallResult, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
+
+/** A call in the engine's one shape, whatever shape it arrived in. */
+export interface NormalCall {
+  index: number;
+  id: string;
+  /** The name as called (before unwrapping run_tool); '' when the call had none. */
+  name: string;
+  /** The args as an object, or undefined when they could not be read (see argsProblem). */
+  args: Record<string, unknown> | undefined;
+  argsProblem?: string;
+}
+
+/** What pass 1 decided for one call. */
+export type CallDecision =
+  | { kind: 'done'; result: CallResult }
+  | { kind: 'follow'; leader: number }
+  | { kind: 'run'; needsConfirm: boolean; output?: unknown };
+
+/** One call as pass 1 leaves it. */
+export interface PlannedCall {
+  call: NormalCall;
+  /** Resolved name (after unwrapping run_tool). */
+  name: string;
+  args: Record<string, unknown>;
+  spec: ToolSpec | undefined;
+  key: string;
+  dedupable: boolean;
+  cacheable: boolean;
+  /** Normalised paths a read_files call reads (kept with its dedupe entry). */
+  paths: string[] | undefined;
+  decision: CallDecision;
+}
+
+/** A call's resolved name, args and key, worked out before pass 1 (`lookupKeys`). */
+export interface KnownKey {
+  name: string;
+  args: Record<string, unknown>;
+  key: string;
+}
+
+/** Names one round. */
+export interface RoundRef {
+  session: string;
+  run: string;
+  round: string;
+}
+
+/** A pass-1 decision as stored (PlannedCall without the spec, which is re-read from the catalog). */
+export interface StoredPlanned {
+  call: NormalCall;
+  name: string;
+  args: Record<string, unknown>;
+  key: string;
+  dedupable: boolean;
+  cacheable: boolean;
+  paths?: string[];
+  decision: CallDecision;
+}
+
+/** What a session is made of (DESIGN.md vocabulary). Serialisable. */
+export interface SessionState {
+  id: string;
+  provider: string;
+  tenant: string;
+  /** Tool names approved for the whole session, or every tool. */
+  autoApprove: string[] | 'all';
+  clientTools: ToolDefinition[];
+  /** Tools the model may call directly. */
+  loaded: string[];
+  /** Tools whose schema this session has been shown. */
+  fetched: string[];
+  workspace: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One recorded result: the call's result plus where and when it was committed. */
+export interface HistoryEntry extends CallResult {
+  round: string;
+  run: string;
+  /** Commit time, ISO 8601. */
+  at: string;
+}
+
+/** The `tool.result` event of a committed call: its result, with the round and run. */
+export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
+  const { round, run, at: _at, ...result } = entry;
+  return { round, run, ...result };
+}
+
+/** A committed call's result, as the round's answer holds it. */
+export function resultOf(entry: HistoryEntry): CallResult {
+  const { round: _round, run: _run, at: _at, ...result } = entry;
+  return result;
+}
+
+/** A successful result remembered for the run's dedupe map. */
+export interface DedupeEntry {
+  key: string;
+  tool: string;
+  callId: string;
+  round: string;
+  output: unknown;
+  /** Normalised workspace paths the call read (read_files), for invalidation by edit_file. */
+  paths?: string[];
+}
+
+/** Which dedupe entries of a run a side effect invalidates. */
+export interface DedupeInvalidation {
+  tool: string;
+  /** Only entries whose paths meet these; absent means every entry of the tool. */
+  paths?: string[];
+}
+
+export interface CachedResult {
+  output: unknown;
+  callId: string;
+  round: string;
+  storedAt: number;
+}
+
+export interface RoundResponse {
+  round: string;
+  results: CallResult[];
+}

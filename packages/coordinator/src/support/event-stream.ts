@@ -1,0 +1,39 @@
+// A session's event stream in Redis as its writers see it: the key, the MINID trim to the replay
+// window and the TTL push-back. Shared by the event bus and the store's round scripts, which append
+// a round's events in the same step as its begin and commit.
+import { DuePerKey, EVENT_REPLAY_MS, type RedisKeys } from '@tool-dispatch/shared';
+
+/** A stream lives this long past the replay window after its last TTL push (at most this often). */
+const EXPIRE_SLACK_MS = 60_000;
+
+/**
+ * What appending to a session's event stream takes besides the events (for publishEvents-1.lua
+ * and the round scripts that append their own events): the stream key, and as script arguments
+ * the MINID of the replay window, the stream's TTL, and whether to push that TTL back. An
+ * abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back to
+ * replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
+ */
+export class EventStreamWriter {
+  /** When this process last pushed back each stream's TTL. */
+  private readonly expiry = new DuePerKey(EXPIRE_SLACK_MS);
+
+  constructor(
+    private readonly keys: RedisKeys,
+    private readonly replayMs: number = EVENT_REPLAY_MS,
+  ) {}
+
+  /** `args` are MINID, TTL ms and "1"/"0" (refresh); call `done` once the script ran. */
+  prepare(session: string): { key: string; args: [string, number, string]; done(): void } {
+    const key = this.keys.events(session);
+    const now = Date.now();
+    const minId = String(Math.max(0, now - this.replayMs));
+    const refresh = this.expiry.due(key, now);
+    return {
+      key,
+      args: [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0'],
+      done: () => {
+        if (refresh) this.expiry.done(key, now);
+      },
+    };
+  }
+}
