@@ -1,57 +1,16 @@
-import type { NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
+import type { NeutralTool, ToolSpec } from '@tool-dispatch/shared';
 import type { PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
-import type { HistoryEntry, RoundResponse, SessionState } from './model.js';
+import type { HistoryEntry, RoundResponse, SessionInput, SessionState, SubmitRoundInput, ToolsView } from './model.js';
 
-/** Body of `PUT /v1/sessions/{session}` after edge validation. */
-export interface SessionInput {
-  provider: string;
-  tenant?: string;
-  autoApprove?: string[] | 'all';
-  clientTools?: ToolDefinition[];
-}
-
-export interface ToolsView {
-  tools: NeutralTool[];
-  context: string;
-}
-
-export interface SubmitRoundInput {
-  session: string;
-  run: string;
-  /** Raw calls in any of the three shapes (native, OpenAI, Anthropic); normalised by the engine. */
-  calls: unknown[];
-  idempotencyKey?: string;
-  /** W3C trace context of the HTTP request span, when tracing. */
-  signal?: AbortSignal;
-}
+export type { SessionInput, SubmitRoundInput, ToolsView } from './model.js';
+export { RequestError, type RequestErrorCode } from './request-error.js';
 
 /** Catalog entry as `GET /v1/tools` shows it. */
 export type CatalogView = Pick<
   ToolSpec,
   'name' | 'description' | 'concurrency' | 'confirm' | 'deferred' | 'cacheable' | 'parameters'
 >;
-
-/** Why the engine refused a request as a whole (maps to an HTTP status at the edge). */
-export type RequestErrorCode =
-  | 'session_not_found'
-  | 'idempotency_conflict'
-  | 'invalid_request'
-  | 'confirmation_not_found'
-  | 'confirmation_ambiguous'
-  | 'shutting_down'
-  /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
-  | 'round_failed';
-
-export class RequestError extends Error {
-  constructor(
-    readonly code: RequestErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'RequestError';
-  }
-}
 
 /** The coordinator's engine as the HTTP layer (and embedded users) see it. */
 export interface Dispatcher {

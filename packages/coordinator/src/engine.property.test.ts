@@ -4,7 +4,9 @@ import path from 'node:path';
 import { resolveConfig } from '@tool-dispatch/shared';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { MemoryConfirmHub } from './confirm/memory.js';
 import { Engine } from './engine.js';
+import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryStore } from './store/memory.js';
 
@@ -47,6 +49,8 @@ async function play(rounds: Array<Array<{ tool: string; args: Record<string, unk
     config: resolveConfig({ workspaceRoot: root }, {}),
     executor: ex,
     store: new MemoryStore(),
+    events: new MemoryEventBus(),
+    confirmations: new MemoryConfirmHub(),
   });
   await engine.putSession('s', { provider: 'openai', autoApprove: 'all' });
   await engine.submitRound({ session: 's', run: 'setup', calls: [{ id: 'f', name: 'find_tools', args: {} }] });

@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RESULT_CACHE_TTL_MS, resolveConfig, ToolError } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
+import { MemoryConfirmHub } from './confirm/memory.js';
 import { RequestError } from './dispatcher.js';
 import { Engine } from './engine.js';
 import type { DispatchEvent } from './events/event-bus.js';
+import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { commitRound } from './passes/commit.js';
 import { MemoryStore } from './store/memory.js';
@@ -66,7 +68,13 @@ async function setup(
     },
     {},
   );
-  const engine = new Engine({ config, executor: ex, store });
+  const engine = new Engine({
+    config,
+    executor: ex,
+    store,
+    events: new MemoryEventBus(),
+    confirmations: new MemoryConfirmHub(),
+  });
   const session = `s${++seq}`;
   await engine.putSession(session, {
     provider: opts.provider ?? 'openai',

@@ -1,7 +1,7 @@
 // The coordinator's domain types: what rules, passes and seams share about calls, rounds and
 // sessions. Nothing here does I/O; everything above imports from here, and this imports only
 // the wire types of @tool-dispatch/shared.
-import type { CallResult, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
+import type { CallResult, ExecJob, ExecOutcome, NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
 
 /** A call in the engine's one shape, whatever shape it arrived in. */
 export interface NormalCall {
@@ -41,6 +41,9 @@ export interface KnownKey {
   args: Record<string, unknown>;
   key: string;
 }
+
+/** The key of a run in per-run maps (limits, cancellation): session and run. */
+export const runKeyOf = (ref: Pick<RoundRef, 'session' | 'run'>): string => `${ref.session}\u0000${ref.run}`;
 
 /** Names one round. */
 export interface RoundRef {
@@ -126,4 +129,54 @@ export interface CachedResult {
 export interface RoundResponse {
   round: string;
   results: CallResult[];
+}
+
+/** What one round's passes share: which round, the session as the round read it, the run's signal and its owner. */
+export interface RoundContext {
+  ref: RoundRef;
+  session: SessionState;
+  /** Aborted when the run is cancelled. */
+  signal: AbortSignal;
+  /** This coordinator as the round's owner (distributed mode, where a ledger fences commits); else undefined. */
+  owner: string | undefined;
+  /** The coordinator that began the round, when this one took it over: its calls' outcomes are kept under its name. */
+  origin?: string;
+}
+
+/** Observation points of a round for tracing and metrics; all optional. */
+export interface RoundHooks {
+  round?<T>(info: RoundRef & { calls: number }, fn: () => Promise<T>): Promise<T>;
+  pass?<T>(name: 'preflight' | 'commit', info: RoundRef, fn: () => Promise<T>): Promise<T>;
+  /** Wraps each executed call (the `execute` span's parent, the duration metric). */
+  execute?(call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>): Promise<ExecOutcome>;
+  /** Each committed result, with the call's resolved name. */
+  result?(result: CallResult, planned: PlannedCall): void;
+  roundsInProgress?(n: number): void;
+  /** Confirmations asked (+n) and decided (-n). */
+  confirmations?(delta: number): void;
+}
+
+/** Body of `PUT /v1/sessions/{session}` after edge validation. */
+export interface SessionInput {
+  provider: string;
+  tenant?: string;
+  autoApprove?: string[] | 'all';
+  clientTools?: ToolDefinition[];
+}
+
+/** A round as submitted (`POST .../rounds`), after edge validation. */
+export interface SubmitRoundInput {
+  session: string;
+  run: string;
+  /** Raw calls in any of the three shapes (native, OpenAI, Anthropic); normalised by the engine. */
+  calls: unknown[];
+  idempotencyKey?: string;
+  /** Aborted when the client goes away: a retry stops waiting for the round it names. */
+  signal?: AbortSignal;
+}
+
+/** The tools array and turn-context text for a session's next model request (`GET .../tools`). */
+export interface ToolsView {
+  tools: NeutralTool[];
+  context: string;
 }

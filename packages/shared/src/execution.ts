@@ -1,4 +1,4 @@
-import type { ErrorCode } from './result.js';
+import { type ErrorCode, FAILURES } from './result.js';
 
 /** Which queue a call runs on: concurrent tools, or the serial (concurrency-1) queue. */
 export type QueueClass = 'concurrent' | 'serial';
@@ -67,3 +67,24 @@ export interface HandlerContext {
 
 /** A tool's implementation. Throw a `ToolError` for a specific code; any other throw is `handler_error`. */
 export type Handler = (args: Record<string, unknown>, ctx: HandlerContext) => Promise<unknown>;
+
+/** The failure kinds a call can end with once it was handed to an executor (each `error` with its code). */
+export type ExecFailureKind = 'handler_threw' | 'deadline' | 'worker_died' | 'run_cancelled';
+
+/** An executor's failed outcome, its code from the one failure table (`FAILURES`). */
+export function failedOutcome(
+  kind: ExecFailureKind,
+  message: string,
+  durationMs: number,
+  extra: { details?: unknown; ranOn?: string | undefined } = {},
+): Extract<ExecOutcome, { status: 'error' }> {
+  const outcome: Extract<ExecOutcome, { status: 'error' }> = {
+    status: 'error',
+    code: FAILURES[kind].code,
+    message,
+    durationMs,
+  };
+  if (extra.details !== undefined) outcome.details = extra.details;
+  if (extra.ranOn !== undefined) outcome.ranOn = extra.ranOn;
+  return outcome;
+}

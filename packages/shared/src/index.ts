@@ -25,6 +25,7 @@ export {
 } from './config.js';
 export { DispatchError, isToolError, ToolError } from './errors.js';
 export type {
+  ExecFailureKind,
   ExecJob,
   ExecOutcome,
   Executor,
@@ -33,6 +34,7 @@ export type {
   HandlerContext,
   QueueClass,
 } from './execution.js';
+export { failedOutcome } from './execution.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
 export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';

@@ -1,24 +1,37 @@
 import type { Executor, Handler } from '@tool-dispatch/shared';
-import { createBuiltinRegistry } from '@tool-dispatch/worker';
+import { createBuiltinRegistry, runJob } from '@tool-dispatch/worker';
+import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
+import { MemoryEventBus } from '../events/memory.js';
 import { LocalExecutor } from '../executors/local.js';
+import { MemoryStore } from '../store/memory.js';
 
-export type CreateEngineOptions = Omit<EngineOptions, 'executor'> & {
-  /** Defaults to embedded execution: the built-in handlers (plus `handlers`) in this process. */
-  executor?: Executor;
-  handlers?: ReadonlyArray<{ name: string; handler: Handler }>;
-};
+export type CreateEngineOptions = Omit<EngineOptions, 'executor' | 'store' | 'events' | 'confirmations'> &
+  Partial<Pick<EngineOptions, 'store' | 'events' | 'confirmations'>> & {
+    /** Defaults to embedded execution: the built-in handlers (plus `handlers`) in this process. */
+    executor?: Executor;
+    handlers?: ReadonlyArray<{ name: string; handler: Handler }>;
+  };
 
-/** Builds an engine; without an executor it runs embedded, handlers in this process. */
+/** Builds an engine; what is not given runs embedded: in-memory store, events and confirmations, handlers in this process. */
 export async function createEngine(options: CreateEngineOptions): Promise<Engine> {
-  let executor = options.executor;
-  if (!executor) {
-    const registry = createBuiltinRegistry();
-    for (const h of options.handlers ?? []) registry.register(h.name, h.handler);
-    executor = new LocalExecutor(registry, {
-      httpAllow: options.config.httpAllow,
-      searchUrl: options.config.searchUrl,
-    });
-  }
-  return new Engine({ ...options, executor });
+  const { executor, store, events, confirmations, handlers, ...rest } = options;
+  return new Engine({
+    ...rest,
+    executor: executor ?? embeddedExecutor(options),
+    store: store ?? new MemoryStore(),
+    events: events ?? new MemoryEventBus(),
+    confirmations: confirmations ?? new MemoryConfirmHub(),
+  });
+}
+
+/** The built-in handlers (plus `handlers`) run in this process with a worker's deadline rules. */
+function embeddedExecutor(options: CreateEngineOptions): Executor {
+  const registry = createBuiltinRegistry();
+  for (const h of options.handlers ?? []) registry.register(h.name, h.handler);
+  const config = { httpAllow: options.config.httpAllow, searchUrl: options.config.searchUrl };
+  return new LocalExecutor({
+    run: (job, signal, ranOn) => runJob(registry, job, signal, config, ranOn),
+    names: () => registry.names(),
+  });
 }

@@ -1,6 +1,5 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
-import { duplicateClient, type RedisClient } from '../store/redis.js';
-import { runScript } from '../support/redis-client.js';
+import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 import { answerConfirmScript } from './lua/answerConfirm-2.lua.js';
 import { settleConfirmScript } from './lua/settleConfirm-2.lua.js';

@@ -1,20 +1,24 @@
-import type { ExecJob, ExecOutcome, Executor, HandlerConfig } from '@tool-dispatch/shared';
-import { type HandlerRegistry, runJob } from '@tool-dispatch/worker';
+import type { ExecJob, ExecOutcome, Executor } from '@tool-dispatch/shared';
+
+/** How a LocalExecutor runs a job: the worker's `runJob` over a handler registry, given by `app/`. */
+export interface LocalRunner {
+  run(job: ExecJob, signal: AbortSignal, ranOn: string): Promise<ExecOutcome>;
+  names(): Iterable<string>;
+}
 
 /** Embedded mode's pass-2 seam: runs handlers in this process with the same deadline rules as a worker. */
 export class LocalExecutor implements Executor {
   constructor(
-    private readonly registry: HandlerRegistry,
-    private readonly config: HandlerConfig,
+    private readonly runner: LocalRunner,
     private readonly ranOn = 'embedded',
   ) {}
 
   execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
-    return runJob(this.registry, job, signal, this.config, this.ranOn);
+    return this.runner.run(job, signal, this.ranOn);
   }
 
   async handlerNames(): Promise<ReadonlySet<string>> {
-    return new Set(this.registry.names());
+    return new Set(this.runner.names());
   }
 
   async close(): Promise<void> {}

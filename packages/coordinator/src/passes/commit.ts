@@ -1,6 +1,6 @@
 import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import type { EventBus, EventName } from '../events/event-bus.js';
-import type { PlannedCall } from '../model.js';
+import type { PlannedCall, RoundContext } from '../model.js';
 import { toolResultData } from '../model.js';
 import { invalidationsOf } from '../rules/dedupe.js';
 import type { CommitItem, Store } from '../store/store.js';
@@ -85,4 +85,49 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
 /** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */
 export async function commitRound(input: CommitInput): Promise<void> {
   await input.events.publishMany(input.session, (await storeRound(input)) ?? []);
+}
+
+/** What pass 3 writes to. */
+export interface CommitDeps {
+  store: Store;
+  events: EventBus;
+}
+
+/**
+ * Pass 3 for a whole round (`storeRound`, with the round's `round.completed` for a store that
+ * appends the round's events itself). The round's `tool.result` events, or null when the round
+ * was fenced: done already, or taken over by another coordinator.
+ */
+export function commitPass(
+  deps: Pick<CommitDeps, 'store'>,
+  ctx: RoundContext,
+  planned: readonly PlannedCall[],
+  results: readonly CallResult[],
+): Promise<PendingEvent[] | null> {
+  const { session, run, round } = ctx.ref;
+  return storeRound({
+    store: deps.store,
+    session,
+    tenant: ctx.session.tenant,
+    run,
+    round,
+    planned,
+    results,
+    owner: ctx.owner,
+    ...(deps.store.appendsEvents ? { completed: { round, run } } : {}),
+  });
+}
+
+/**
+ * After the commit (and the round's answer) is stored: its `tool.result` events in commit order,
+ * then `round.completed`, unless the store appended them with the commit.
+ */
+export async function publishCommitted(
+  deps: CommitDeps,
+  ctx: RoundContext,
+  events: readonly PendingEvent[],
+): Promise<void> {
+  if (deps.store.appendsEvents) return;
+  const { session, run, round } = ctx.ref;
+  await deps.events.publishMany(session, [...events, { name: 'round.completed', data: { round, run } }]);
 }

@@ -1,5 +1,15 @@
-import type { CallResult, ExecJob, ExecOutcome, Executor } from '@tool-dispatch/shared';
-import type { PlannedCall } from '../model.js';
+import {
+  assertNever,
+  type CallResult,
+  type ExecJob,
+  type ExecOutcome,
+  type Executor,
+  FAILURES,
+} from '@tool-dispatch/shared';
+import type { PlannedCall, RoundContext, RoundHooks } from '../model.js';
+import { runKeyOf } from '../model.js';
+import { followerResult } from '../rules/follower-result.js';
+import { jobOf } from '../rules/job-of.js';
 import { planSteps } from '../rules/plan.js';
 import type { RunLimiter } from '../support/run-limiter.js';
 
@@ -15,13 +25,11 @@ export interface ExecuteInput {
   observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
 }
 
-const cancelled = (call: PlannedCall): CallResult => ({
-  id: call.call.id,
-  name: call.name,
-  status: 'error',
-  error: { code: 'cancelled', message: 'The run was cancelled before this call started; it did not run.' },
-  durationMs: 0,
-});
+const cancelled = (call: PlannedCall): CallResult => {
+  const { status, code } = FAILURES.run_cancelled;
+  const message = 'The run was cancelled before this call started; it did not run.';
+  return { id: call.call.id, name: call.name, status, error: { code, message }, durationMs: 0 };
+};
 
 /**
  * Pass 2 (DESIGN.md): consecutive concurrent calls run as a batch, at most the run's limit in
@@ -80,4 +88,50 @@ function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
   return o.ranOn === undefined
     ? { ...base, status: 'error', error }
     : { ...base, status: 'error', error, ranOn: o.ranOn };
+}
+
+/** What pass 2 needs of the coordinator. */
+export interface ExecuteDeps {
+  executor: Executor;
+  limiter: RunLimiter;
+  hooks?: Pick<RoundHooks, 'execute'> | undefined;
+}
+
+/**
+ * Pass 2 for a whole round: runs the calls pass 1 and the gate let through (`executeCalls`), and
+ * gives every call its result in call order: the one pass 1 decided, the one it ran to, or,
+ * for a repeat of an earlier call of the round, its leader's (`followerResult`).
+ */
+export async function executePass(
+  deps: ExecuteDeps,
+  ctx: RoundContext,
+  planned: readonly PlannedCall[],
+): Promise<CallResult[]> {
+  const ran = await executeCalls({
+    calls: planned.filter((p) => p.decision.kind === 'run'),
+    executor: deps.executor,
+    limiter: deps.limiter,
+    runKey: runKeyOf(ctx.ref),
+    signal: ctx.signal,
+    jobOf: (p) => jobOf(p, ctx),
+    ...(deps.hooks?.execute ? { observe: deps.hooks.execute } : {}),
+  });
+  const results: CallResult[] = [];
+  for (const p of planned) {
+    const d = p.decision;
+    switch (d.kind) {
+      case 'done':
+        results.push(d.result);
+        break;
+      case 'run':
+        results.push(ran.get(p.call.index) as CallResult);
+        break;
+      case 'follow':
+        results.push(followerResult(p, results[d.leader] as CallResult, ctx.ref.round));
+        break;
+      default:
+        assertNever(d, 'call decision');
+    }
+  }
+  return results;
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ExecJob, type ExecOutcome, type Executor, resolveConfig } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
+import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, MAX_ROUND_RETRIES } from '../engine.js';
 import type { DispatchEvent } from '../events/event-bus.js';
 import { MemoryEventBus } from '../events/memory.js';
@@ -74,6 +75,7 @@ async function twoCoordinators(options: { autoApprove?: 'all'; onError?: (e: Err
       executor,
       store,
       events,
+      confirmations: new MemoryConfirmHub(),
       ledger,
       coordinatorId: id,
       leaseMs: 60,

@@ -1,5 +1,5 @@
 import type { NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
-import type { ToolsView } from '../dispatcher.js';
+import type { ToolsView } from '../model.js';
 
 export const CLAUDE_CODE = 'claude-code';
 

@@ -1,4 +1,14 @@
 import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import type {
+  CachedResult,
+  DedupeEntry,
+  DedupeInvalidation,
+  HistoryEntry,
+  RoundResponse,
+  SessionState,
+  StoredPlanned,
+} from '../model.js';
+import { resultOf } from '../model.js';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
@@ -16,20 +26,6 @@ import type {
   Store,
   TakenRound,
 } from './store.js';
-
-export type { RedisClient } from '../support/redis-client.js';
-export { duplicateClient } from '../support/redis-client.js';
-
-import type {
-  CachedResult,
-  DedupeEntry,
-  DedupeInvalidation,
-  HistoryEntry,
-  RoundResponse,
-  SessionState,
-  StoredPlanned,
-} from '../model.js';
-import { resultOf } from '../model.js';
 
 export interface RedisStoreOptions {
   /** A connection the caller owns (a node or a cluster); `close()` leaves it open. */

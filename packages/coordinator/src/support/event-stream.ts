@@ -37,3 +37,19 @@ export class EventStreamWriter {
     };
   }
 }
+
+/**
+ * Lua: `appendEvent` adds one event to a session's stream, trimmed (approximately) to MINID
+ * `minId`; `keepEvents` sets the stream's TTL when `refresh` is "1" or it has none. Shared by
+ * publishEvents and the round scripts that append their events themselves.
+ */
+export const APPEND_EVENTS_LUA = `
+local function appendEvent(key, minId, name, data)
+  redis.call('XADD', key, 'MINID', '~', minId, '*', 'name', name, 'data', data)
+end
+local function keepEvents(key, ttl, refresh)
+  if refresh == '1' or redis.call('PTTL', key) < 0 then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+`;

@@ -1,20 +1,5 @@
+import { APPEND_EVENTS_LUA } from '../../support/event-stream.js';
 import { defineScript } from '../../support/redis-client.js';
-
-/**
- * Lua: `appendEvent` adds one event to a session's stream, trimmed (approximately) to MINID
- * `minId`; `keepEvents` sets the stream's TTL when `refresh` is "1" or it has none. Shared by
- * publishEvents and the round scripts that append their events themselves.
- */
-export const APPEND_EVENTS_LUA = `
-local function appendEvent(key, minId, name, data)
-  redis.call('XADD', key, 'MINID', '~', minId, '*', 'name', name, 'data', data)
-end
-local function keepEvents(key, ttl, refresh)
-  if refresh == '1' or redis.call('PTTL', key) < 0 then
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-`;
 
 /** Appends events to a session's stream in order, trimmed to the replay window, in one step. */
 export const publishEventsScript = defineScript(

@@ -11,6 +11,7 @@ import {
   type Executor,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
+  failedOutcome,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -19,7 +20,6 @@ import {
   parseOutcome,
   QUEUE_NAMES,
   type QueueClass,
-  RESULTS_STREAM_TTL_MS,
   type RedisKeys,
   RUNNING_MARK,
   redisKeys,
@@ -35,6 +35,8 @@ import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
 import { markCarriedScript } from './lua/markCarried-n.lua.js';
 import { shortenOutcomesScript } from './lua/shortenOutcomes-n.lua.js';
+import { ResultsReader } from './results-reader.js';
+import { WorkerDirectory } from './worker-directory.js';
 
 export interface QueueExecutorOptions {
   redisUrl: string;
@@ -57,16 +59,10 @@ export interface QueueExecutorOptions {
 
 /** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
 const WORKER_SETTLE_MS = 2_000;
-const RESULTS_GROUP = 'coordinator';
-const READ_COUNT = 200;
-const READ_BLOCK_MS = 2_000;
-const RETRY_MS = 200;
 /** The most calls one job carries (a tick's concurrent calls beyond it go in further jobs). */
 const MAX_CALLS_PER_JOB = 64;
 /** Outcome keys per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
 const SHORTEN_CHUNK = 500;
-/** How often the results read so far are trimmed from the stream. */
-const RESULTS_TRIM_MS = 1_000;
 
 interface Pending {
   job: ExecJob;
@@ -98,8 +94,6 @@ interface Gathering {
   reject(error: unknown): void;
 }
 
-type StreamEntry = [id: string, fields: string[]];
-
 /**
  * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
  * and waits for each outcome on this coordinator's results stream (a Redis stream with a
@@ -112,12 +106,13 @@ export class QueueExecutor implements Executor {
   /** The BullMQ queues, for dashboards and queue-depth metrics. */
   readonly queues: Readonly<Record<QueueClass, Queue>>;
   private readonly redis: Redis;
-  private readonly reader: Redis;
   private readonly keys: RedisKeys;
   private readonly resultsKey: string;
+  private readonly results: ResultsReader;
+  /** Live workers' announcements (handlers, liveness). */
+  readonly workers: WorkerDirectory;
   private readonly pollIntervalMs: number;
   private readonly overdueGraceMs: number;
-  private readonly handlerCacheMs: number;
   private readonly onError: (error: Error) => void;
   private readonly pending = new Map<string, Pending>();
   private readonly gathering = new Map<string, Gathering>();
@@ -125,10 +120,7 @@ export class QueueExecutor implements Executor {
   private readonly committedOutcomes = new Map<string, string[]>();
   private readonly ready: Promise<void>;
   private readonly poller: NodeJS.Timeout;
-  private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
-  private handlersRefresh: Promise<ReadonlySet<string>> | undefined;
   private closed = false;
-  private readLoop: Promise<void> | undefined;
 
   constructor(options: QueueExecutorOptions) {
     this.coordinatorId =
@@ -137,7 +129,6 @@ export class QueueExecutor implements Executor {
     if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
-    this.handlerCacheMs = options.handlerCacheMs ?? 1_000;
     this.onError = options.onError ?? (() => {});
     this.keys = redisKeys(options.prefix);
     this.resultsKey = this.keys.results(this.coordinatorId);
@@ -145,9 +136,16 @@ export class QueueExecutor implements Executor {
     this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);
-    this.reader = this.redis.duplicate();
     this.redis.on('error', this.onError);
-    this.reader.on('error', this.onError);
+    this.results = new ResultsReader({
+      redis: this.redis,
+      key: this.resultsKey,
+      consumer: this.coordinatorId,
+      // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
+      onOutcome: (jobId, outcome) => this.pending.get(jobId)?.settle(outcome),
+      onError: this.onError,
+    });
+    this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000);
     const queue = (cls: QueueClass) => {
       const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
       q.on('error', this.onError);
@@ -185,6 +183,21 @@ export class QueueExecutor implements Executor {
     }
   }
 
+  /** Union of the handler names announced by live workers (WorkerDirectory.handlerNames). */
+  handlerNames(): Promise<ReadonlySet<string>> {
+    return this.workers.handlerNames();
+  }
+
+  /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
+  workersAlive(): Promise<number> {
+    return this.workers.workersAlive();
+  }
+
+  /** The announcements of live workers (id, handlers, concurrency, host). */
+  liveWorkers(): Promise<WorkerAnnouncement[]> {
+    return this.workers.liveWorkers();
+  }
+
   /** Resolves once the results stream is being read and the queues are connected. */
   waitUntilReady(): Promise<void> {
     return this.ready;
@@ -192,12 +205,7 @@ export class QueueExecutor implements Executor {
 
   async execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
     const started = Date.now();
-    const cancelled = (): ExecOutcome => ({
-      status: 'error',
-      code: 'cancelled',
-      message: 'the call was cancelled',
-      durationMs: Date.now() - started,
-    });
+    const cancelled = (): ExecOutcome => failedOutcome('run_cancelled', 'the call was cancelled', Date.now() - started);
     if (signal.aborted) return cancelled();
     const jobId = jobIdFor(job.round, job.callIndex);
     const joined = this.pending.get(jobId);
@@ -231,7 +239,7 @@ export class QueueExecutor implements Executor {
       await raceAbort(this.gather(entry), signal, () => undefined);
       return await promise;
     } catch (e) {
-      entry.settle({ status: 'error', code: 'handler_error', message: 'enqueue failed', durationMs: 0 });
+      entry.settle(failedOutcome('handler_threw', 'enqueue failed', 0));
       throw new DispatchError('queue_unavailable', `could not enqueue ${job.name}: ${(e as Error).message}`, {
         cause: e,
       });
@@ -240,60 +248,18 @@ export class QueueExecutor implements Executor {
     }
   }
 
-  /**
-   * Union of the handler names announced by live workers, read at most once a `handlerCacheMs`.
-   * A set older than that is still answered while a fresh one is read in the background (so no
-   * round waits on the refresh), up to twice that age; older than that, or none yet, it is
-   * awaited. A departed worker's announcement outlives it by up to 3 heartbeats anyway.
-   */
-  handlerNames(): Promise<ReadonlySet<string>> {
-    const now = Date.now();
-    const known = this.handlersRead;
-    if (known && now - known.at <= this.handlerCacheMs) return known.names;
-    if (!this.handlersRefresh) {
-      const refresh = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
-      this.handlersRefresh = refresh;
-      refresh.then(
-        () => {
-          this.handlersRead = { at: now, names: refresh };
-          this.handlersRefresh = undefined;
-        },
-        () => {
-          this.handlersRefresh = undefined;
-        },
-      );
-    }
-    if (known && now - known.at <= 2 * this.handlerCacheMs) return known.names;
-    return this.handlersRefresh;
-  }
-
-  /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
-  async workersAlive(): Promise<number> {
-    if (this.redis.status !== 'ready') return 0;
-    return this.redis.zcount(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
-  }
-
-  /** The announcements of live workers (id, handlers, concurrency, host). */
-  async liveWorkers(): Promise<WorkerAnnouncement[]> {
-    const ids = await this.redis.zrangebyscore(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
-    if (ids.length === 0) return [];
-    const values = await this.redis.mget(...ids.map((id) => this.keys.worker(id)));
-    return values.map((v) => tryParseJson(v) as WorkerAnnouncement | undefined).filter((w) => w !== undefined);
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.poller);
     for (const entry of [...this.pending.values()]) {
-      entry.settle({ status: 'error', code: 'cancelled', message: 'the coordinator is shutting down', durationMs: 0 });
+      entry.settle(failedOutcome('run_cancelled', 'the coordinator is shutting down', 0));
     }
-    this.reader.disconnect();
     const connected = this.redis.status === 'ready';
     // With Redis unreachable, ioredis may never settle a command that was in flight, and BullMQ's
     // close waits for a reconnect that may never come: bound both, then drop the connections.
     const bound = connected ? 10_000 : 1_000;
-    await settleWithin(this.readLoop ?? Promise.resolve(), bound);
+    await this.results.stop(bound);
     await Promise.all(
       Object.values(this.queues).map((q) => settleWithin(connected ? q.close() : q.disconnect(), bound)),
     );
@@ -308,8 +274,7 @@ export class QueueExecutor implements Executor {
   }
 
   private async init(): Promise<void> {
-    await this.ensureGroup();
-    this.readLoop = this.readResults();
+    await this.results.start();
     await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
   }
 
@@ -399,71 +364,6 @@ export class QueueExecutor implements Executor {
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
   }
 
-  private async ensureGroup(): Promise<void> {
-    try {
-      await this.redis.xgroup('CREATE', this.resultsKey, RESULTS_GROUP, '0', 'MKSTREAM');
-    } catch (e) {
-      if (!(e instanceof Error) || !e.message.includes('BUSYGROUP')) throw e;
-    }
-    await this.redis.pexpire(this.resultsKey, RESULTS_STREAM_TTL_MS);
-  }
-
-  /**
-   * Reads this coordinator's results stream. NOACK: an entry read is handled at once, in this
-   * process, so nothing waits in the group's pending list for an ack; what was read is trimmed
-   * (XTRIM MINID) at most every RESULTS_TRIM_MS, one command instead of an ack and a delete per read.
-   */
-  private async readResults(): Promise<void> {
-    let lastRead: string | undefined;
-    let trimmedAt = 0;
-    while (!this.closed) {
-      try {
-        const reply = (await this.reader.xreadgroup(
-          'GROUP',
-          RESULTS_GROUP,
-          this.coordinatorId,
-          'COUNT',
-          READ_COUNT,
-          'BLOCK',
-          READ_BLOCK_MS,
-          'NOACK',
-          'STREAMS',
-          this.resultsKey,
-          '>',
-        )) as [string, StreamEntry[]][] | null;
-        const entries = reply?.[0]?.[1] ?? [];
-        for (const [, fields] of entries) this.onResult(fields);
-        lastRead = entries.at(-1)?.[0] ?? lastRead;
-        const now = Date.now();
-        if (lastRead !== undefined && now - trimmedAt >= RESULTS_TRIM_MS) {
-          trimmedAt = now;
-          // Not waited for: the next read goes out at once (a lost trim is made good by the next).
-          this.redis.xtrim(this.resultsKey, 'MINID', lastRead).catch(this.onError);
-          lastRead = undefined;
-        }
-      } catch (e) {
-        if (this.closed) return;
-        // The stream (and its group) vanished: expired while idle, or Redis restarted empty.
-        if (e instanceof Error && e.message.includes('NOGROUP')) await this.ensureGroup().catch(this.onError);
-        else await sleep(RETRY_MS);
-      }
-    }
-  }
-
-  /** A results message: one or more `job <call id>`, `outcome <json>` pairs. */
-  private onResult(fields: string[]): void {
-    let jobId: string | undefined;
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      if (fields[i] === 'job') jobId = fields[i + 1];
-      else if (fields[i] === 'outcome' && jobId !== undefined) {
-        const outcome = parseOutcome(tryParseJson(fields[i + 1]));
-        // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
-        if (outcome) this.pending.get(jobId)?.settle(outcome);
-        jobId = undefined;
-      }
-    }
-  }
-
   /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
   private async checkPending(): Promise<void> {
     const now = Date.now();
@@ -516,7 +416,7 @@ export class QueueExecutor implements Executor {
 
   private failedOutcome(job: ExecJob, failedReason: string, elapsed: number): ExecOutcome {
     if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
-    return { status: 'error', code: 'handler_error', message: failedReason, durationMs: elapsed };
+    return failedOutcome('handler_threw', failedReason, elapsed);
   }
 }
 
@@ -538,22 +438,13 @@ function carrierJobId(calls: readonly Pending[]): string {
 }
 
 function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
-  return {
-    status: 'error',
-    code: 'timeout',
-    message: `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`,
-    durationMs,
-  };
+  const why = `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`;
+  return failedOutcome('deadline', why, durationMs);
 }
 
 function lost(job: ExecJob, why: string, durationMs: number): ExecOutcome {
   const rerun = job.queue === 'serial' ? 'it was not re-run' : 'it was retried at most once';
-  return {
-    status: 'error',
-    code: 'worker_lost',
-    message: `${job.name}: ${why}; the outcome is unknown and ${rerun}`,
-    durationMs,
-  };
+  return failedOutcome('worker_died', `${job.name}: ${why}; the outcome is unknown and ${rerun}`, durationMs);
 }
 
 function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () => U): Promise<T | U> {
@@ -565,5 +456,3 @@ function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () =
   });
   return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', listener));
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

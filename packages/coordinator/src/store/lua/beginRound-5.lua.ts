@@ -1,4 +1,4 @@
-import { APPEND_EVENTS_LUA } from '../../events/lua/publishEvents-1.lua.js';
+import { APPEND_EVENTS_LUA } from '../../support/event-stream.js';
 import { defineScript } from '../../support/redis-client.js';
 
 /** Starts a round of an existing session, claiming its idempotency key atomically with creating the round record. */

@@ -1,4 +1,4 @@
-import { APPEND_EVENTS_LUA } from '../../events/lua/publishEvents-1.lua.js';
+import { APPEND_EVENTS_LUA } from '../../support/event-stream.js';
 import { defineScript } from '../../support/redis-client.js';
 import { DROP_DEDUPE_LUA } from './dropDedupe-2.lua.js';
 

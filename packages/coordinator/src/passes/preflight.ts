@@ -1,0 +1,66 @@
+import type { Executor } from '@tool-dispatch/shared';
+import type { DedupeEntry, KnownKey, NormalCall, PlannedCall, RoundContext, SessionState } from '../model.js';
+import { type Catalog, sessionSpecs } from '../rules/catalog.js';
+import { preflight } from '../rules/preflight.js';
+import { loadedSet } from '../rules/session-view.js';
+import type { Store } from '../store/store.js';
+
+/** What pass 1 reads and writes. */
+export interface PreflightDeps {
+  store: Store;
+  catalog: Catalog;
+  executor: Executor;
+}
+
+/** What a new round read before pass 1: its calls normalised, and the dedupe entries read with its begin. */
+export interface ReadAhead {
+  calls: NormalCall[];
+  known: ReadonlyMap<NormalCall, KnownKey>;
+  /** The keys read, and the entries found under them. */
+  asked: ReadonlySet<string>;
+  dedupe: ReadonlyMap<string, DedupeEntry>;
+}
+
+/** Tools with a handler the session may run: the executor's, less the session's client tools (its client runs those). */
+export async function runnableTools(
+  executor: Pick<Executor, 'handlerNames'>,
+  state: SessionState,
+): Promise<Set<string>> {
+  const names = new Set(await executor.handlerNames());
+  for (const t of state.clientTools) names.delete(t.name);
+  return names;
+}
+
+/**
+ * Pass 1 (DESIGN.md): reads the session's view of the catalog and the run's dedupe and cache
+ * entries (those read with the round's begin are not read again), decides each call with the
+ * rules, then stores the schemas it fetched.
+ */
+export async function preflightPass(
+  deps: PreflightDeps,
+  ctx: RoundContext,
+  calls: readonly NormalCall[],
+  read: ReadAhead | undefined,
+): Promise<PlannedCall[]> {
+  const state = ctx.session;
+  const specs = sessionSpecs(deps.catalog, state.clientTools);
+  const fetched = new Set(state.fetched);
+  const before = new Set(fetched);
+  const planned = await preflight(calls, {
+    provider: state.provider,
+    loaded: loadedSet(state.provider, specs, state.clientTools),
+    fetched,
+    specs,
+    runnable: await runnableTools(deps.executor, state),
+    autoApprove: state.autoApprove,
+    ...(read ? { knownKeys: read.known } : {}),
+    findDedupe: async (keys) =>
+      read && keys.every((k) => read.asked.has(k))
+        ? read.dedupe
+        : deps.store.findDedupeMany(state.id, ctx.ref.run, keys),
+    findCached: (keys) => deps.store.findCachedMany(state.tenant, keys),
+  });
+  const added = [...fetched].filter((n) => !before.has(n));
+  if (added.length) await deps.store.markFetched(state.id, added);
+  return planned;
+}

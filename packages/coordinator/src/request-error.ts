@@ -1,0 +1,20 @@
+/** Why the engine refused a request as a whole (maps to an HTTP status at the edge). */
+export type RequestErrorCode =
+  | 'session_not_found'
+  | 'idempotency_conflict'
+  | 'invalid_request'
+  | 'confirmation_not_found'
+  | 'confirmation_ambiguous'
+  | 'shutting_down'
+  /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
+  | 'round_failed';
+
+export class RequestError extends Error {
+  constructor(
+    readonly code: RequestErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RequestError';
+  }
+}

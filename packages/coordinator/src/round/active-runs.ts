@@ -1,0 +1,86 @@
+import { type RoundRef, type RoundResponse, runKeyOf } from '../model.js';
+import { getOrCreate } from '../support/maps.js';
+
+interface ActiveRound {
+  promise: Promise<RoundResponse>;
+  controller: AbortController;
+}
+
+/**
+ * The rounds this coordinator is running, by run: each run's abort signal (one controller for
+ * all its rounds in flight, so cancelling the run reaches every one), the count in flight, and
+ * a wait for none (drain).
+ */
+export class ActiveRuns {
+  private readonly controllers = new Map<string, AbortController>();
+  private readonly active = new Map<string, Set<ActiveRound>>();
+  private inFlight = 0;
+  private readonly idle = new Set<() => void>();
+
+  /** `onCount`: the number of rounds in flight, each time it changes. */
+  constructor(private readonly onCount?: (n: number) => void) {}
+
+  get size(): number {
+    return this.inFlight;
+  }
+
+  /** Runs one round of a run under the run's signal, counted in flight until it ends. */
+  async track(
+    ref: Pick<RoundRef, 'session' | 'run'>,
+    round: (signal: AbortSignal) => Promise<RoundResponse>,
+  ): Promise<RoundResponse> {
+    const runKey = runKeyOf(ref);
+    let controller = this.controllers.get(runKey);
+    if (!controller || controller.signal.aborted) {
+      controller = new AbortController();
+      this.controllers.set(runKey, controller);
+    }
+    const set = getOrCreate(this.active, runKey, () => new Set<ActiveRound>());
+    this.count(+1);
+    const entry: ActiveRound = { promise: round(controller.signal), controller };
+    set.add(entry);
+    try {
+      return await entry.promise;
+    } finally {
+      set.delete(entry);
+      if (set.size === 0) {
+        this.active.delete(runKey);
+        if (this.controllers.get(runKey) === controller) this.controllers.delete(runKey);
+      }
+      this.count(-1);
+    }
+  }
+
+  /** Aborts every round of the run in flight here and waits for them; the number of calls that ended cancelled. */
+  async cancel(session: string, run: string): Promise<number> {
+    const runKey = runKeyOf({ session, run });
+    const rounds = [...(this.active.get(runKey) ?? [])];
+    for (const r of rounds) r.controller.abort(new Error('run cancelled'));
+    this.controllers.get(runKey)?.abort(new Error('run cancelled'));
+    const settled = await Promise.allSettled(rounds.map((r) => r.promise));
+    let n = 0;
+    for (const s of settled) {
+      if (s.status === 'fulfilled')
+        n += s.value.results.filter((x) => x.status === 'error' && x.error?.code === 'cancelled').length;
+    }
+    return n;
+  }
+
+  /** Resolves once no round is in flight. */
+  whenIdle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.idle.delete(done);
+        resolve();
+      };
+      this.idle.add(done);
+    });
+  }
+
+  private count(delta: number): void {
+    this.inFlight += delta;
+    this.onCount?.(this.inFlight);
+    if (this.inFlight === 0) for (const f of this.idle) f();
+  }
+}

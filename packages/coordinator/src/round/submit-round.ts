@@ -1,0 +1,90 @@
+import { hashCanonical, newId } from '@tool-dispatch/shared';
+import type { RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
+import type { ReadAhead } from '../passes/preflight.js';
+import { RequestError } from '../request-error.js';
+import { isDedupable } from '../rules/dedupe.js';
+import { normalizeCall } from '../rules/normalize-call.js';
+import { lookupKeys } from '../rules/preflight.js';
+import { roundStartedData } from '../rules/round-started.js';
+import type { ActiveRuns } from './active-runs.js';
+import { awaitRound } from './await-round.js';
+import type { RoundRecovery } from './recovery.js';
+import { type RoundDeps, type RoundStart, runRound } from './run-round.js';
+
+/** What submitting and starting rounds takes: the passes' seams, the rounds in flight, and recovery (distributed mode). */
+export interface RoundsDeps {
+  deps: RoundDeps;
+  runs: ActiveRuns;
+  recovery: RoundRecovery | undefined;
+}
+
+/**
+ * Begins a round (DESIGN.md: one step that checks the session, the Idempotency-Key and reads the
+ * run's dedupe entries pass 1 will look up) and runs it; a retry under a used key waits for the
+ * first submission's answer instead, wherever it runs.
+ */
+export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promise<RoundResponse> {
+  const ref: RoundRef = { session: input.session, run: input.run, round: newId('rnd') };
+  const { store, catalog } = r.deps;
+  // Listed under this coordinator before it begins (same connection, so in that order): if this
+  // coordinator dies, another finds the round and finishes it from the calls beginRound keeps.
+  const tracked = r.recovery?.track(ref);
+  tracked?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+  const calls = input.calls.map(normalizeCall);
+  const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
+  const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
+  const owner = r.recovery?.owner;
+  const begin = await store.beginRound({
+    ...ref,
+    idempotencyKey: input.idempotencyKey,
+    // Only a retry under the same key compares it.
+    callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(input.calls),
+    ...(owner ? { owner, calls: input.calls } : {}),
+    ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
+    ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+  });
+  await tracked;
+  if (begin.kind !== 'new') r.recovery?.release(ref);
+  switch (begin.kind) {
+    case 'no_session':
+      throw sessionNotFound(input.session);
+    case 'conflict':
+      throw new RequestError(
+        'idempotency_conflict',
+        `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
+      );
+    case 'existing':
+      return awaitRound(store, { ...ref, round: begin.record.round }, input.signal);
+    case 'new': {
+      const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
+      return startRound(r, ref, begin.session, { rawCalls: input.calls, read });
+    }
+  }
+}
+
+/** Runs a round under its run's signal, tracked in flight (and, with recovery, kept for a retry if it fails part way). */
+export function startRound(
+  r: RoundsDeps,
+  ref: RoundRef,
+  session: SessionState,
+  start: RoundStart,
+): Promise<RoundResponse> {
+  return r.runs.track(ref, (signal) => {
+    const ctx: RoundContext = {
+      ref,
+      session,
+      signal,
+      owner: r.recovery?.owner,
+      ...(start.resume ? { origin: start.resume.origin } : {}),
+    };
+    const run = () => runRound(r.deps, ctx, start);
+    return r.recovery ? r.recovery.guard(ref, run) : run();
+  });
+}
+
+export function sessionNotFound(session: string): RequestError {
+  return new RequestError(
+    'session_not_found',
+    `session ${session} does not exist; create it with PUT /v1/sessions/${session}`,
+  );
+}
