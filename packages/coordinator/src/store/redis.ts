@@ -5,7 +5,9 @@ import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
 import { commitRoundScript } from './lua/commitRound-5.lua.js';
 import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
-import { failRoundScript, saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { failRoundScript } from './lua/failRound-1.lua.js';
+import { saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
+import { takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
   BeginRoundInput,

@@ -27,38 +27,3 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'origin', origin)
 return {'taken', r[2], r[3], origin}
 `,
 );
-
-/** Stores a round's pass-1 decisions once a person answered its confirmations, if the caller still owns it. */
-export const saveDecisionsScript = defineScript(
-  'saveDecisions',
-  1,
-  `--[[
-  KEYS[1] the round (HASH)  ARGV[1] owner  ARGV[2] decisions JSON
-  Returns 1 when stored, 0 when the round is done, gone, or owned by another coordinator.
-]]
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] ~= 'running' or r[2] ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'planned', ARGV[2])
-return 1
-`,
-);
-
-/** Ends a round its owner gave up on: failed, with why, and nothing left to resume from. */
-export const failRoundScript = defineScript(
-  'failRound',
-  1,
-  `--[[
-  KEYS[1] the round (HASH)  ARGV[1] owner  ARGV[2] why it failed
-  Returns 1 when marked failed, 0 when the round is done, gone, or owned by another coordinator.
-]]
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] ~= 'running' or r[2] ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[2])
-redis.call('HDEL', KEYS[1], 'calls', 'planned')
-return 1
-`,
-);
