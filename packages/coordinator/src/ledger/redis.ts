@@ -1,6 +1,7 @@
 import type { RoundRef } from '../model.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
-import { adoptScript, heartbeatScript } from './lua/coordinatorLease-2.lua.js';
+import { adoptScript } from './lua/adopt-3.lua.js';
+import { heartbeatScript } from './lua/heartbeat-2.lua.js';
 import { parseRoundMember, type RoundLedger, roundMember } from './round-ledger.js';
 
 /** How long the liveness set and a coordinator's round list outlive its last heartbeat. */
