@@ -3,7 +3,7 @@ import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
 import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
 import { beginRoundScript } from './lua/beginRound-5.lua.js';
-import { commitRoundScript } from './lua/commitRound-5.lua.js';
+import { commitRoundScript } from './lua/commitRound-5n.lua.js';
 import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
 import { failRoundScript } from './lua/failRound-1.lua.js';
 import { saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
@@ -188,7 +188,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * The 7 script fields of each item (commitRound-5.lua), adding each tool's history to `keys`.
+   * The 7 script fields of each item (commitRound-5n.lua), adding each tool's history to `keys`.
    * Each result is serialised once: the script makes the history entry, the event and the
    * round's answer from it.
    */
