@@ -17,3 +17,9 @@ redis.call('HDEL', KEYS[1], 'calls', 'planned')
 return 1
 `,
 );
+
+/** failRound's reply as its header states it: true when marked failed, false when the round is done, gone or another's. */
+export function parseFailRoundReply(reply: unknown): boolean {
+  if (reply === 1 || reply === 0) return reply === 1;
+  throw failRoundScript.unexpectedReply('1 or 0', reply);
+}

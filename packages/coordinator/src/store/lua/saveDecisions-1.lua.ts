@@ -16,3 +16,9 @@ redis.call('HSET', KEYS[1], 'planned', ARGV[2])
 return 1
 `,
 );
+
+/** saveDecisions's reply as its header states it: true when stored, false when the round is done, gone or another's. */
+export function parseSaveDecisionsReply(reply: unknown): boolean {
+  if (reply === 1 || reply === 0) return reply === 1;
+  throw saveDecisionsScript.unexpectedReply('1 or 0', reply);
+}
