@@ -25,3 +25,13 @@ redis.call('DEL', KEYS[2])
 return rounds
 `,
 );
+
+/**
+ * adopt's reply as its header states it: the adopted round members (maybe none), or null (Lua's
+ * false) when the lease is not lapsed.
+ */
+export function parseAdoptReply(reply: unknown): string[] | null {
+  if (reply === null) return null;
+  if (Array.isArray(reply) && reply.every((m): m is string => typeof m === 'string')) return reply;
+  throw adoptScript.unexpectedReply('a list of round members, or nil', reply);
+}

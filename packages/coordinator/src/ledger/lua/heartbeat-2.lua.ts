@@ -20,6 +20,7 @@ export const heartbeatScript = defineScript(
   KEYS[1] coordinators alive (ZSET id -> lease end, epoch ms)  KEYS[2] this coordinator's rounds (SET)
   ARGV[1] coordinator id  ARGV[2] lease end ms  ARGV[3] TTL ms of both keys
   ARGV[4..] members of finished rounds
+  Returns 1.
 ]]
 ${IN_CHUNKS_LUA}
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
@@ -29,3 +30,8 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 `,
 );
+
+/** Checks heartbeat's reply, 1 as its header states; else an error naming the script and what came back. */
+export function parseHeartbeatReply(reply: unknown): void {
+  if (reply !== 1) throw heartbeatScript.unexpectedReply('1', reply);
+}
