@@ -21,7 +21,15 @@ export interface LuaScript {
   moreKeys: boolean;
   lua: string;
   sha: string;
+  /**
+   * The error a parse function throws for a reply not of the shape the script's header states (a
+   * bug, never an outcome): names the script, what was expected and what came back.
+   */
+  unexpectedReply(expected: string, reply: unknown): Error;
 }
+
+/** How much of a malformed reply an error quotes (a round's reply can hold a whole session). */
+const QUOTED_REPLY_CHARS = 200;
 
 export function defineScript(
   name: string,
@@ -35,7 +43,20 @@ export function defineScript(
     moreKeys: options.moreKeys === true,
     lua,
     sha: createHash('sha1').update(lua).digest('hex'),
+    unexpectedReply: function unexpectedReply(expected, reply) {
+      return new Error(`${name} script: expected ${expected}, got ${quoteReply(reply)}`);
+    },
   };
+}
+
+function quoteReply(reply: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(reply) ?? String(reply);
+  } catch {
+    text = String(reply);
+  }
+  return text.length > QUOTED_REPLY_CHARS ? `${text.slice(0, QUOTED_REPLY_CHARS)}…` : text;
 }
 
 /** EVALSHA, falling back to EVAL once when the server does not know the script (restart, new node). */

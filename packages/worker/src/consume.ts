@@ -39,9 +39,14 @@ import {
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';
-import { recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
-import { reportOutcomesScript } from './lua/reportOutcomes-1n.lua.js';
-import { startCallsScript } from './lua/startCalls-2n.lua.js';
+import { parseRecordOutcomesReply, recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
+import { parseReportOutcomesReply, reportOutcomesScript } from './lua/reportOutcomes-1n.lua.js';
+import {
+  parseStartCallsReply,
+  type StartCallReply,
+  StartCallsStatus,
+  startCallsScript,
+} from './lua/startCalls-2n.lua.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { HandlerRegistry } from './registry.js';
 import { Slots } from './slots.js';
@@ -162,22 +167,24 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const outcomes: Record<string, ExecOutcome> = {};
     const report = reporter.forJob(queued, jobId);
     try {
-      const starts: StartReply[] = checkStart ? await reporter.start(calls, jobId) : calls.map(() => 'run');
+      const starts: (StartCallReply | undefined)[] = checkStart
+        ? await reporter.start(calls, jobId)
+        : calls.map(() => StartCallsStatus.Run);
       // Every call runs to its end even when a sibling's report fails; then the job fails with it.
       const settled = await Promise.allSettled(
         calls.map(async function runOneCall(c, i) {
           const start = starts[i];
           // Another job runs this call (a takeover grouped the calls differently): its report stands.
-          if (start === 'elsewhere' || start === undefined) return;
-          if (start !== 'run' && start !== 'cancelled') {
-            const recorded = parseOutcome(tryParseJson(start));
+          if (start === StartCallsStatus.Elsewhere || start === undefined) return;
+          if (typeof start === 'object') {
+            const recorded = parseOutcome(tryParseJson(start.recorded));
             if (!recorded) return;
             // Run before (an earlier attempt, or another job): sent again, in case that report was lost.
             outcomes[c.callId] = recorded;
             return report(c, recorded, { recorded: true });
           }
           const outcome: ExecOutcome =
-            start === 'cancelled'
+            start === StartCallsStatus.Cancelled
               ? {
                   status: 'error',
                   code: 'cancelled',
@@ -321,8 +328,6 @@ function needsStartCheck(queue: QueueClass, bullJob: Job, queued: QueuedJob): bo
   return queued.calls.some((c) => c.origin !== undefined);
 }
 
-type StartReply = 'run' | 'cancelled' | 'elsewhere' | (string & {});
-
 /** A call as the reporter sees it: its id, and whose namespace holds its outcome key and cancel mark. */
 interface CallRef {
   readonly callId: string;
@@ -363,17 +368,17 @@ class Reporter {
   ) {}
 
   /** Marks the job's calls running, or finds them cancelled, run before, or run by another job. */
-  async start(calls: readonly CallRef[], jobId: string): Promise<StartReply[]> {
+  async start(calls: readonly CallRef[], jobId: string): Promise<(StartCallReply | undefined)[]> {
     const args = [RUNNING_MARK + jobId, OUTCOME_TTL_MS];
-    const replies: StartReply[] = new Array(calls.length);
+    const replies: (StartCallReply | undefined)[] = new Array(calls.length);
     const startInNamespace = async ([origin, indexes]: [string, number[]]) => {
       const keys = indexes.flatMap((i) => {
         const callId = (calls[i] as CallRef).callId;
         return [this.keys.cancel(origin, callId), this.keys.outcome(origin, callId)];
       });
-      const got = (await runScript(this.redis, startCallsScript, keys, args)) as StartReply[];
+      const got = parseStartCallsReply(await runScript(this.redis, startCallsScript, keys, args));
       indexes.forEach((callIndex, k) => {
-        replies[callIndex] = got[k] as StartReply;
+        replies[callIndex] = got[k];
       });
     };
     // One script per namespace (a Redis Cluster slot); a job's calls normally share one.
@@ -429,7 +434,7 @@ class Reporter {
     const args: (string | number)[] = [RUNNING_MARK + jobId, OUTCOME_TTL_MS, RESULTS_STREAM_MAXLEN, streamTtlMs];
     for (const r of fresh) args.push(r.callId, r.json);
     for (const r of reports) if (r.recorded) args.push(r.callId, r.json);
-    await runScript(this.redis, reportOutcomesScript, keys, args);
+    parseReportOutcomesReply(await runScript(this.redis, reportOutcomesScript, keys, args));
   }
 
   /**
@@ -441,14 +446,11 @@ class Reporter {
     const recordedNow = new Set<Report>();
     const recordInNamespace = async ([origin, indexes]: [string, number[]]) => {
       const group = indexes.map((i) => fresh[i] as Report);
-      const got = (await runScript(
-        this.redis,
-        recordOutcomesScript,
-        group.map((r) => this.keys.outcome(origin, r.callId)),
-        [RUNNING_MARK + jobId, OUTCOME_TTL_MS, ...group.map((r) => r.json)],
-      )) as number[];
+      const keys = group.map((r) => this.keys.outcome(origin, r.callId));
+      const args = [RUNNING_MARK + jobId, OUTCOME_TTL_MS, ...group.map((r) => r.json)];
+      const recorded = parseRecordOutcomesReply(await runScript(this.redis, recordOutcomesScript, keys, args));
       group.forEach((r, k) => {
-        if (Number(got[k]) === 1) recordedNow.add(r);
+        if (recorded[k] === true) recordedNow.add(r);
       });
     };
     await Promise.all([...indexesByOrigin(fresh)].map(recordInNamespace));

@@ -1,8 +1,8 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
-import { answerConfirmScript } from './lua/answerConfirm-2.lua.js';
-import { settleConfirmScript } from './lua/settleConfirm-2.lua.js';
+import { AnswerConfirmStatus, answerConfirmScript, parseAnswerConfirmReply } from './lua/answerConfirm-2.lua.js';
+import { parseSettleConfirmReply, settleConfirmScript } from './lua/settleConfirm-2.lua.js';
 
 export interface RedisConfirmHubOptions {
   /** A connection the caller owns; the hub duplicates it once for its pub/sub subscription. */
@@ -137,16 +137,12 @@ export class RedisConfirmHub implements ConfirmHub {
     decision: { approve: boolean; remember: boolean },
   ): Promise<AnswerOutcome> {
     const full: ConfirmDecision = { approve: decision.approve, remember: decision.remember, by: 'person' };
-    const reply = (await runScript(
-      this.redis,
-      answerConfirmScript,
-      [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
-      [idOrCallId, JSON.stringify(full), DECIDED_TTL_MS],
-    )) as [string, string | number | undefined];
-    const [kind, value] = reply;
-    if (kind === 'not_found') return { kind: 'not_found' };
-    if (kind === 'ambiguous') return { kind: 'ambiguous', count: Number(value) };
-    const confirmation = toPending(tryParseJson(String(value)) as StoredPending);
+    const keys = [this.keys.confirmPending(session), this.keys.confirmDecided(session)];
+    const args = [idOrCallId, JSON.stringify(full), DECIDED_TTL_MS];
+    const reply = parseAnswerConfirmReply(await runScript(this.redis, answerConfirmScript, keys, args));
+    if (reply.status === AnswerConfirmStatus.NotFound) return { kind: 'not_found' };
+    if (reply.status === AnswerConfirmStatus.Ambiguous) return { kind: 'ambiguous', count: reply.count };
+    const confirmation = toPending(tryParseJson(reply.confirmation) as StoredPending);
     // Settle here at once when this coordinator is the requester; tell the others over pub/sub.
     this.waiters.get(confirmation.confirmationId)?.decide(full);
     const message: AnswerMessage = { confirmationId: confirmation.confirmationId, decision: full };
@@ -203,12 +199,9 @@ export class RedisConfirmHub implements ConfirmHub {
     const out = new Map<string, ConfirmDecision>();
     for (const [session, group] of groupBySession(items)) {
       const ids = group.map((i) => i.confirmationId);
-      const reply = (await runScript(
-        this.redis,
-        settleConfirmScript,
-        [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
-        [JSON.stringify(decision), DECIDED_TTL_MS, ...ids],
-      )) as string[];
+      const keys = [this.keys.confirmPending(session), this.keys.confirmDecided(session)];
+      const args = [JSON.stringify(decision), DECIDED_TTL_MS, ...ids];
+      const reply = parseSettleConfirmReply(await runScript(this.redis, settleConfirmScript, keys, args));
       ids.forEach((id, i) => {
         out.set(id, (tryParseJson(reply[i]) as ConfirmDecision | undefined) ?? decision);
       });

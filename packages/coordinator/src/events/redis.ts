@@ -2,7 +2,7 @@ import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-
 import { EventStreamWriter } from '../support/event-stream.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { DispatchEvent, EventBus, EventName } from './event-bus.js';
-import { publishEventsScript } from './lua/publishEvents-1.lua.js';
+import { parsePublishEventsReply, publishEventsScript } from './lua/publishEvents-1.lua.js';
 
 export interface RedisEventBusOptions {
   /** A connection the caller owns; each subscription duplicates it for its blocking reads. */
@@ -54,7 +54,7 @@ export class RedisEventBus implements EventBus {
     if (events.length === 0) return;
     const write = this.writer.prepare(session);
     const pairs = events.flatMap((e) => [e.name, JSON.stringify(e.data)]);
-    await runScript(this.redis, publishEventsScript, [write.key], [...write.args, ...pairs]);
+    parsePublishEventsReply(await runScript(this.redis, publishEventsScript, [write.key], [...write.args, ...pairs]));
     write.done();
   }
 

@@ -1,6 +1,7 @@
 import type { RoundRef } from '../model.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
-import { adoptScript, heartbeatScript } from './lua/coordinatorLease-2.lua.js';
+import { adoptScript, parseAdoptReply } from './lua/adopt-3.lua.js';
+import { heartbeatScript, parseHeartbeatReply } from './lua/heartbeat-2.lua.js';
 import { parseRoundMember, type RoundLedger, roundMember } from './round-ledger.js';
 
 /** How long the liveness set and a coordinator's round list outlive its last heartbeat. */
@@ -29,7 +30,7 @@ export class RedisLedger implements RoundLedger {
 
   async heartbeat(owner: string, leaseMs: number, finished: readonly RoundRef[]): Promise<void> {
     const args = [owner, Date.now() + leaseMs, LIST_TTL_MS, ...finished.map(roundMember)];
-    await runScript(this.redis, heartbeatScript, [this.alive, this.list(owner)], args);
+    parseHeartbeatReply(await runScript(this.redis, heartbeatScript, [this.alive, this.list(owner)], args));
   }
 
   async track(ref: RoundRef, owner: string): Promise<void> {
@@ -41,7 +42,7 @@ export class RedisLedger implements RoundLedger {
     for (const from of lapsed) {
       if (from === owner) continue;
       const keys = [this.alive, this.list(from), this.list(owner)];
-      const members = (await runScript(this.redis, adoptScript, keys, [from, now, LIST_TTL_MS])) as string[] | null;
+      const members = parseAdoptReply(await runScript(this.redis, adoptScript, keys, [from, now, LIST_TTL_MS]));
       if (!members) continue; // renewed, or another coordinator adopted it first
       return { from, rounds: members.map(parseRoundMember).filter((r) => r !== undefined) };
     }

@@ -11,11 +11,13 @@ import type {
 import { resultOf } from '../model.js';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
-import { addSessionMembersScript } from './lua/addSessionMembers-1.lua.js';
-import { beginRoundScript } from './lua/beginRound-5.lua.js';
-import { commitRoundScript } from './lua/commitRound-5.lua.js';
-import { dropDedupeScript, needsMeta } from './lua/dropDedupe-2.lua.js';
-import { failRoundScript, saveDecisionsScript, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { addSessionMembersScript, parseAddSessionMembersReply } from './lua/addSessionMembers-1.lua.js';
+import { BeginRoundStatus, beginRoundScript, parseBeginRoundReply } from './lua/beginRound-5.lua.js';
+import { CommitRoundStatus, commitRoundScript, parseCommitRoundReply } from './lua/commitRound-5n.lua.js';
+import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDedupe-2.lua.js';
+import { failRoundScript, parseFailRoundReply } from './lua/failRound-1.lua.js';
+import { parseSaveDecisionsReply, saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
+import { parseTakeRoundReply, TakeRoundStatus, takeRoundScript } from './lua/takeRound-1.lua.js';
 import type {
   BeginRound,
   BeginRoundInput,
@@ -88,11 +90,15 @@ export class RedisStore implements Store {
 
   async markFetched(session: string, names: readonly string[]): Promise<void> {
     if (names.length === 0) return;
-    await runScript(this.redis, addSessionMembersScript, [this.keys.session(session)], ['f:', this.ttlMs, ...names]);
+    const keys = [this.keys.session(session)];
+    parseAddSessionMembersReply(
+      await runScript(this.redis, addSessionMembersScript, keys, ['f:', this.ttlMs, ...names]),
+    );
   }
 
   async addAutoApprove(session: string, tool: string): Promise<void> {
-    await runScript(this.redis, addSessionMembersScript, [this.keys.session(session)], ['a:', this.ttlMs, tool]);
+    const keys = [this.keys.session(session)];
+    parseAddSessionMembersReply(await runScript(this.redis, addSessionMembersScript, keys, ['a:', this.ttlMs, tool]));
   }
 
   async findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null> {
@@ -125,13 +131,8 @@ export class RedisStore implements Store {
     const paths = invalidation.paths === undefined ? '' : JSON.stringify(invalidation.paths);
     // An empty paths list meets nothing (cjson cannot tell [] from {} when encoding, so decide here).
     if (invalidation.paths?.length === 0) return 0;
-    const dropped = await runScript(
-      this.redis,
-      dropDedupeScript,
-      [this.keys.dedupe(session, run), this.keys.dedupeMeta(session, run)],
-      [invalidation.tool, paths],
-    );
-    return Number(dropped);
+    const keys = [this.keys.dedupe(session, run), this.keys.dedupeMeta(session, run)];
+    return parseDropDedupeReply(await runScript(this.redis, dropDedupeScript, keys, [invalidation.tool, paths]));
   }
 
   async findCached(tenant: string, key: string): Promise<CachedResult | null> {
@@ -175,14 +176,15 @@ export class RedisStore implements Store {
       events ? JSON.stringify(input.completed) : '',
       ...this.itemArgs(session, items, keys),
     ];
-    if ((await runScript(this.redis, commitRoundScript, keys, args)) === 'fenced') return { fenced: true };
+    const status = parseCommitRoundReply(await runScript(this.redis, commitRoundScript, keys, args));
+    if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
     await this.putCachedItems(tenant, items);
     return { fenced: false };
   }
 
   /**
-   * The 7 script fields of each item (commitRound-5.lua), adding each tool's history to `keys`.
+   * The 7 script fields of each item (commitRound-5n.lua), adding each tool's history to `keys`.
    * Each result is serialised once: the script makes the history entry, the event and the
    * round's answer from it.
    */
@@ -226,17 +228,14 @@ export class RedisStore implements Store {
   }
 
   async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
-    const reply = (await runScript(this.redis, takeRoundScript, [this.keys.round(session, run, round)], [owner])) as [
-      string,
-      string?,
-      (string | null)?,
-      string?,
-    ];
-    if (reply[0] === 'done') return { kind: 'done' };
-    const calls = tryParseJson(reply[1]);
-    if (reply[0] !== 'taken' || !Array.isArray(calls)) return { kind: 'missing' };
-    const planned = tryParseJson(reply[2] ?? undefined);
-    const taken: TakenRound = { kind: 'taken', calls, origin: reply[3] ?? '' };
+    const key = this.keys.round(session, run, round);
+    const reply = parseTakeRoundReply(await runScript(this.redis, takeRoundScript, [key], [owner]));
+    if (reply.status === TakeRoundStatus.Done) return { kind: 'done' };
+    if (reply.status === TakeRoundStatus.Missing) return { kind: 'missing' };
+    const calls = tryParseJson(reply.calls);
+    if (!Array.isArray(calls)) return { kind: 'missing' };
+    const planned = tryParseJson(reply.planned);
+    const taken: TakenRound = { kind: 'taken', calls, origin: reply.origin };
     if (Array.isArray(planned)) taken.planned = planned as StoredPlanned[];
     return taken;
   }
@@ -249,12 +248,14 @@ export class RedisStore implements Store {
     planned: StoredPlanned[],
   ): Promise<boolean> {
     const key = this.keys.round(session, run, round);
-    return Number(await runScript(this.redis, saveDecisionsScript, [key], [owner, JSON.stringify(planned)])) === 1;
+    return parseSaveDecisionsReply(
+      await runScript(this.redis, saveDecisionsScript, [key], [owner, JSON.stringify(planned)]),
+    );
   }
 
   async failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
     const key = this.keys.round(session, run, round);
-    return Number(await runScript(this.redis, failRoundScript, [key], [owner, error])) === 1;
+    return parseFailRoundReply(await runScript(this.redis, failRoundScript, [key], [owner, error]));
   }
 
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {
@@ -271,50 +272,42 @@ export class RedisStore implements Store {
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: Date.now() };
     const { state: _state, ...stored } = record;
     const k = this.keys;
-    const reply = (await runScript(
-      this.redis,
-      beginRoundScript,
-      [
-        k.round(session, run, round),
-        k.idempotency(session, run, idempotencyKey ?? '-'),
-        k.session(session),
-        k.events(session),
-        k.dedupe(session, run),
-      ],
-      [
-        round,
-        callsHash,
-        JSON.stringify(stored),
-        this.ttlMs,
-        idempotencyKey === undefined ? '0' : '1',
-        owner,
-        owner ? JSON.stringify(input.calls ?? []) : '',
-        ...(events ? events.args : ['0', 0, '0']),
-        events ? JSON.stringify(input.started) : '',
-        ...dedupeKeys,
-      ],
-    )) as [string, (string | string[])?, (string | null)[]?];
-    const [kind, detail, found] = reply;
-    if (kind === 'new') events?.done();
-    if (kind === 'no_session') return { kind };
-    if (kind === 'new') {
-      const state = Array.isArray(detail) ? sessionOf(fieldsToHash(detail)) : null;
+    const keys = [
+      k.round(session, run, round),
+      k.idempotency(session, run, idempotencyKey ?? '-'),
+      k.session(session),
+      k.events(session),
+      k.dedupe(session, run),
+    ];
+    const args = [
+      round,
+      callsHash,
+      JSON.stringify(stored),
+      this.ttlMs,
+      idempotencyKey === undefined ? '0' : '1',
+      owner,
+      owner ? JSON.stringify(input.calls ?? []) : '',
+      ...(events ? events.args : ['0', 0, '0']),
+      events ? JSON.stringify(input.started) : '',
+      ...dedupeKeys,
+    ];
+    const reply = parseBeginRoundReply(await runScript(this.redis, beginRoundScript, keys, args));
+    if (reply.status === BeginRoundStatus.NoSession) return { kind: reply.status };
+    if (reply.status === BeginRoundStatus.New) {
+      events?.done();
+      const state = sessionOf(fieldsToHash(reply.session));
       if (!state) throw new Error(`beginRound: session ${session} could not be read`);
       const dedupe = new Map<string, DedupeEntry>();
       dedupeKeys.forEach((key, i) => {
-        const entry = tryParseJson(found?.[i]) as DedupeEntry | undefined;
+        const entry = tryParseJson(reply.dedupe[i]) as DedupeEntry | undefined;
         if (entry) dedupe.set(key, entry);
       });
       return { kind: 'new', record, session: state, dedupe };
     }
-    const heldBy = typeof detail === 'string' ? detail : undefined;
-    if ((kind !== 'existing' && kind !== 'conflict') || heldBy === undefined) {
-      throw new Error(`beginRound: unexpected reply ${JSON.stringify(reply)}`);
-    }
-    const held = await this.getRound(session, run, heldBy);
+    const held = await this.getRound(session, run, reply.round);
     // The key outlived its round record (both share a TTL, so only after manual deletion): report what is known.
-    const fallback: RoundRecord = { round: heldBy, session, run, callsHash: '', state: 'running', createdAt: 0 };
-    return { kind, record: held ?? fallback };
+    const fallback: RoundRecord = { round: reply.round, session, run, callsHash: '', state: 'running', createdAt: 0 };
+    return { kind: reply.status, record: held ?? fallback };
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {

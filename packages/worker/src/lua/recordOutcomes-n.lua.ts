@@ -25,3 +25,9 @@ return out
 `,
   { moreKeys: true },
 );
+
+/** recordOutcomes's reply as its header states it: per call, whether its outcome was recorded now. */
+export function parseRecordOutcomesReply(reply: unknown): boolean[] {
+  if (Array.isArray(reply) && reply.every((v) => v === 1 || v === 0)) return reply.map((v) => v === 1);
+  throw recordOutcomesScript.unexpectedReply('a list of 1 or 0, one per call', reply);
+}

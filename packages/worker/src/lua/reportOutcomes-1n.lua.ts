@@ -56,3 +56,9 @@ return out
 `,
   { moreKeys: true },
 );
+
+/** reportOutcomes's reply as its header states it: per fresh call, whether its outcome was recorded (and sent) now. */
+export function parseReportOutcomesReply(reply: unknown): boolean[] {
+  if (Array.isArray(reply) && reply.every((v) => v === 1 || v === 0)) return reply.map((v) => v === 1);
+  throw reportOutcomesScript.unexpectedReply('a list of 1 or 0, one per fresh call', reply);
+}

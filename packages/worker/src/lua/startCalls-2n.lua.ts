@@ -35,3 +35,24 @@ return out
 `,
   { moreKeys: true },
 );
+
+/** What startCalls says of a call with no outcome recorded: the tags of its reply. */
+export const StartCallsStatus = { Run: 'run', Cancelled: 'cancelled', Elsewhere: 'elsewhere' } as const;
+export type StartCallsStatus = (typeof StartCallsStatus)[keyof typeof StartCallsStatus];
+
+/** One call's start: a tag, or the outcome recorded before (its JSON, undecoded). */
+export type StartCallReply = StartCallsStatus | { recorded: string };
+
+/** startCalls's reply as its header states it, one per call, or an error naming the script and what came back. */
+export function parseStartCallsReply(reply: unknown): StartCallReply[] {
+  if (Array.isArray(reply) && reply.every((v): v is string => typeof v === 'string')) {
+    return reply.map(toStartCallReply);
+  }
+  throw startCallsScript.unexpectedReply('a list of "run", "cancelled", "elsewhere" or outcome JSON', reply);
+}
+
+function toStartCallReply(value: string): StartCallReply {
+  const isTag =
+    value === StartCallsStatus.Run || value === StartCallsStatus.Cancelled || value === StartCallsStatus.Elsewhere;
+  return isTag ? value : { recorded: value };
+}

@@ -35,3 +35,38 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {'answered', item}
 `,
 );
+
+/** How answerConfirm ends: the first element of its reply. */
+export const AnswerConfirmStatus = { Answered: 'answered', NotFound: 'not_found', Ambiguous: 'ambiguous' } as const;
+export type AnswerConfirmStatus = (typeof AnswerConfirmStatus)[keyof typeof AnswerConfirmStatus];
+
+/** answerConfirm's reply, its shape checked; `confirmation` is the claimed entry's JSON, undecoded. */
+export type AnswerConfirmReply =
+  | { status: typeof AnswerConfirmStatus.Answered; confirmation: string }
+  | { status: typeof AnswerConfirmStatus.NotFound }
+  /** `count`: the pending confirmations of that callId (2 or more). */
+  | { status: typeof AnswerConfirmStatus.Ambiguous; count: number };
+
+/** answerConfirm's reply as its header states it, or an error naming the script and what came back. */
+export function parseAnswerConfirmReply(reply: unknown): AnswerConfirmReply {
+  if (Array.isArray(reply)) {
+    const [status, value]: readonly unknown[] = reply;
+    if (reply.length === 1 && status === AnswerConfirmStatus.NotFound) return { status };
+    if (reply.length === 2 && status === AnswerConfirmStatus.Answered && typeof value === 'string') {
+      return { status, confirmation: value };
+    }
+    if (
+      reply.length === 2 &&
+      status === AnswerConfirmStatus.Ambiguous &&
+      typeof value === 'number' &&
+      Number.isSafeInteger(value) &&
+      value > 1
+    ) {
+      return { status, count: value };
+    }
+  }
+  throw answerConfirmScript.unexpectedReply(
+    '{"answered", <confirmation JSON>}, {"not_found"} or {"ambiguous", <count of 2 or more>}',
+    reply,
+  );
+}

@@ -23,3 +23,9 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return out
 `,
 );
+
+/** settleConfirm's reply as its header states it: the decision JSON that holds, one per confirmationId given. */
+export function parseSettleConfirmReply(reply: unknown): string[] {
+  if (Array.isArray(reply) && reply.every((d): d is string => typeof d === 'string')) return reply;
+  throw settleConfirmScript.unexpectedReply('a list of decision JSON strings', reply);
+}

@@ -22,3 +22,9 @@ keepEvents(KEYS[1], ARGV[2], ARGV[3])
 return added
 `,
 );
+
+/** publishEvents's reply as its header states it: the number of events added. */
+export function parsePublishEventsReply(reply: unknown): number {
+  if (typeof reply === 'number' && Number.isSafeInteger(reply) && reply >= 0) return reply;
+  throw publishEventsScript.unexpectedReply('a count (an integer of 0 or more)', reply);
+}

@@ -28,3 +28,9 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return added
 `,
 );
+
+/** addSessionMembers's reply as its header states it: the number of names added. */
+export function parseAddSessionMembersReply(reply: unknown): number {
+  if (typeof reply === 'number' && Number.isSafeInteger(reply) && reply >= 0) return reply;
+  throw addSessionMembersScript.unexpectedReply('a count (an integer of 0 or more)', reply);
+}

@@ -56,3 +56,57 @@ end
 return {'new', session, found}
 `,
 );
+
+/** How beginRound ends: the first element of its reply. */
+export const BeginRoundStatus = {
+  New: 'new',
+  Existing: 'existing',
+  Conflict: 'conflict',
+  NoSession: 'no_session',
+} as const;
+export type BeginRoundStatus = (typeof BeginRoundStatus)[keyof typeof BeginRoundStatus];
+
+/** beginRound's reply, its shape checked; the session and dedupe entries are left for the caller to decode. */
+export type BeginRoundReply =
+  | {
+      status: typeof BeginRoundStatus.New;
+      /** The session's HGETALL: field, value, field, value… (never empty). */
+      session: string[];
+      /** The run's dedupe entries (JSON) under the dedupe keys asked for, in order; null where none. */
+      dedupe: (string | null)[];
+    }
+  /** `round`: the round holding the idempotency key. */
+  | { status: typeof BeginRoundStatus.Existing | typeof BeginRoundStatus.Conflict; round: string }
+  | { status: typeof BeginRoundStatus.NoSession };
+
+/** beginRound's reply as its header states it, or an error naming the script and what came back. */
+export function parseBeginRoundReply(reply: unknown): BeginRoundReply {
+  if (Array.isArray(reply)) {
+    const [status, detail, found]: readonly unknown[] = reply;
+    if (reply.length === 1 && status === BeginRoundStatus.NoSession) return { status };
+    if (
+      reply.length === 2 &&
+      (status === BeginRoundStatus.Existing || status === BeginRoundStatus.Conflict) &&
+      typeof detail === 'string'
+    ) {
+      return { status, round: detail };
+    }
+    if (reply.length === 3 && status === BeginRoundStatus.New && isFieldList(detail) && isEntryList(found)) {
+      return { status, session: detail, dedupe: found };
+    }
+  }
+  throw beginRoundScript.unexpectedReply(
+    '{"new", <session fields>, <dedupe entries>}, {"existing" | "conflict", <round id>} or {"no_session"}',
+    reply,
+  );
+}
+
+function isFieldList(value: unknown): value is string[] {
+  return (
+    Array.isArray(value) && value.length > 0 && value.length % 2 === 0 && value.every((v) => typeof v === 'string')
+  );
+}
+
+function isEntryList(value: unknown): value is (string | null)[] {
+  return Array.isArray(value) && value.every((v) => v === null || typeof v === 'string');
+}

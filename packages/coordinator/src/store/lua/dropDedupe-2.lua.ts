@@ -75,3 +75,9 @@ return dropDedupe(KEYS[1], KEYS[2], ARGV[1], filter)
 export function needsMeta(entry: { key: string; tool: string; paths?: readonly string[] }): boolean {
   return entry.paths !== undefined || !entry.key.startsWith(`${entry.tool}|`);
 }
+
+/** dropDedupe's reply as its header states it: the number of entries removed. */
+export function parseDropDedupeReply(reply: unknown): number {
+  if (typeof reply === 'number' && Number.isSafeInteger(reply) && reply >= 0) return reply;
+  throw dropDedupeScript.unexpectedReply('a count (an integer of 0 or more)', reply);
+}

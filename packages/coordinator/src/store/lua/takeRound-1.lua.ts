@@ -28,37 +28,32 @@ return {'taken', r[2], r[3], origin}
 `,
 );
 
-/** Stores a round's pass-1 decisions once a person answered its confirmations, if the caller still owns it. */
-export const saveDecisionsScript = defineScript(
-  'saveDecisions',
-  1,
-  `--[[
-  KEYS[1] the round (HASH)  ARGV[1] owner  ARGV[2] decisions JSON
-  Returns 1 when stored, 0 when the round is done, gone, or owned by another coordinator.
-]]
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] ~= 'running' or r[2] ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'planned', ARGV[2])
-return 1
-`,
-);
+/** How takeRound ends: the first element of its reply. */
+export const TakeRoundStatus = { Taken: 'taken', Done: 'done', Missing: 'missing' } as const;
+export type TakeRoundStatus = (typeof TakeRoundStatus)[keyof typeof TakeRoundStatus];
 
-/** Ends a round its owner gave up on: failed, with why, and nothing left to resume from. */
-export const failRoundScript = defineScript(
-  'failRound',
-  1,
-  `--[[
-  KEYS[1] the round (HASH)  ARGV[1] owner  ARGV[2] why it failed
-  Returns 1 when marked failed, 0 when the round is done, gone, or owned by another coordinator.
-]]
-local r = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if r[1] ~= 'running' or r[2] ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'state', 'failed', 'error', ARGV[2])
-redis.call('HDEL', KEYS[1], 'calls', 'planned')
-return 1
-`,
-);
+/** takeRound's reply, its shape checked; `calls` and `planned` are the round's JSON fields, undecoded. */
+export type TakeRoundReply =
+  | { status: typeof TakeRoundStatus.Taken; calls: string; planned: string | null; origin: string }
+  | { status: typeof TakeRoundStatus.Done }
+  | { status: typeof TakeRoundStatus.Missing };
+
+/** takeRound's reply as its header states it, or an error naming the script and what came back. */
+export function parseTakeRoundReply(reply: unknown): TakeRoundReply {
+  if (Array.isArray(reply)) {
+    const [status, calls, planned, origin]: readonly unknown[] = reply;
+    if (reply.length === 1 && (status === TakeRoundStatus.Done || status === TakeRoundStatus.Missing)) {
+      return { status };
+    }
+    if (
+      reply.length === 4 &&
+      status === TakeRoundStatus.Taken &&
+      typeof calls === 'string' &&
+      (planned === null || typeof planned === 'string') &&
+      typeof origin === 'string'
+    ) {
+      return { status, calls, planned, origin };
+    }
+  }
+  throw takeRoundScript.unexpectedReply('{"taken", calls, planned or nil, origin}, {"done"} or {"missing"}', reply);
+}

@@ -123,3 +123,13 @@ return 'ok'
 `,
   { moreKeys: true },
 );
+
+/** How commitRound ends: its whole reply. */
+export const CommitRoundStatus = { Ok: 'ok', Fenced: 'fenced' } as const;
+export type CommitRoundStatus = (typeof CommitRoundStatus)[keyof typeof CommitRoundStatus];
+
+/** commitRound's reply as its header states it, or an error naming the script and what came back. */
+export function parseCommitRoundReply(reply: unknown): CommitRoundStatus {
+  if (reply === CommitRoundStatus.Ok || reply === CommitRoundStatus.Fenced) return reply;
+  throw commitRoundScript.unexpectedReply('"ok" or "fenced"', reply);
+}

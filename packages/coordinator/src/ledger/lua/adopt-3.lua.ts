@@ -1,31 +1,5 @@
 import { defineScript } from '../../support/redis-client.js';
-
-/** Lua: `call(cmd, key, list, from)` runs cmd on key with list[from..] in chunks (unpack takes a few thousand values at most). */
-const IN_CHUNKS_LUA = `
-local function inChunks(cmd, key, list, from)
-  for i = from, #list, 500 do
-    redis.call(cmd, key, unpack(list, i, math.min(i + 499, #list)))
-  end
-end
-`;
-
-/** A coordinator's heartbeat: its lease pushed back, and the rounds it finished off its list. */
-export const heartbeatScript = defineScript(
-  'heartbeat',
-  2,
-  `--[[
-  KEYS[1] coordinators alive (ZSET id -> lease end, epoch ms)  KEYS[2] this coordinator's rounds (SET)
-  ARGV[1] coordinator id  ARGV[2] lease end ms  ARGV[3] TTL ms of both keys
-  ARGV[4..] members of finished rounds
-]]
-${IN_CHUNKS_LUA}
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-inChunks('SREM', KEYS[2], ARGV, 4)
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return 1
-`,
-);
+import { IN_CHUNKS_LUA } from './heartbeat-2.lua.js';
 
 /** Moves a lapsed coordinator's rounds onto the adopter's list; one adopter wins. */
 export const adoptScript = defineScript(
@@ -51,3 +25,13 @@ redis.call('DEL', KEYS[2])
 return rounds
 `,
 );
+
+/**
+ * adopt's reply as its header states it: the adopted round members (maybe none), or null (Lua's
+ * false) when the lease is not lapsed.
+ */
+export function parseAdoptReply(reply: unknown): string[] | null {
+  if (reply === null) return null;
+  if (Array.isArray(reply) && reply.every((m): m is string => typeof m === 'string')) return reply;
+  throw adoptScript.unexpectedReply('a list of round members, or nil', reply);
+}
