@@ -1,4 +1,4 @@
-import type { NeutralTool, ToolSpec } from '@tool-dispatch/shared';
+import type { ToolSpec } from '@tool-dispatch/shared';
 import type { PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
 import type { HistoryEntry, RoundResponse, SessionInput, SessionState, SubmitRoundInput, ToolsView } from './model.js';
