@@ -466,6 +466,30 @@ describe('pass 1: pre-flight', () => {
 });
 
 describe('pass 2: execute', () => {
+  it('raises no MaxListenersExceededWarning for a round of 100 concurrent calls of one run', async () => {
+    const ex = fakeTools();
+    ex.on('calculate', async (a, _job, signal) => {
+      const onAbort = () => {};
+      signal.addEventListener('abort', onAbort);
+      await sleep(2);
+      signal.removeEventListener('abort', onAbort);
+      return { value: Number(a.expression) };
+    });
+    const t = await setup({ ex });
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const calls = Array.from({ length: 100 }, (_, i) => rt('calculate', { expression: String(i) }));
+      const { results } = await t.round(calls);
+      expect(results.every((r) => r.status === 'ok')).toBe(true);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('keeps at most MAX_CONCURRENT_TOOLS (5) concurrent calls of a run in flight', async () => {
     const ex = fakeTools().on('http_request', async () => {
       await sleep(20);

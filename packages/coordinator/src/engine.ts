@@ -18,7 +18,7 @@ import type {
 import { answerConfirmation } from './passes/gate.js';
 import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
-import { ActiveRuns } from './round/active-runs.js';
+import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
 import { DEFAULT_LEASE_MS, RoundRecovery } from './round/recovery.js';
 import type { RoundDeps } from './round/run-round.js';
 import { type RoundsDeps, sessionNotFound, startRound, submitRound } from './round/submit-round.js';
@@ -97,7 +97,7 @@ export class Engine implements Dispatcher {
       confirmTimeoutMs: config.confirmTimeoutMs,
       hooks,
     };
-    const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks));
+    const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
     this.recovery = options.ledger
       ? new RoundRecovery({
           ledger: options.ledger,

@@ -79,6 +79,17 @@ function printRound(
   log(table.toString());
 }
 
+type DemoCall = { id: string; name: string; args: Record<string, unknown>; label: string };
+type Play = (title: string, run: string, calls: DemoCall[]) => Promise<void>;
+
+const rt = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({
+  id,
+  name: 'run_tool',
+  args: { name, args },
+  label: `run_tool(${name})`,
+});
+const direct = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({ id, name, args, label: name });
+
 /** `tool-dispatch demo`: a realistic coding-agent session over HTTP against an embedded coordinator. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const { log } = options;
@@ -90,85 +101,23 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   log(`tool-dispatch demo: embedded coordinator at ${coordinator.url}, workspaces in ${root}`);
   try {
     const session = 'demo-session';
-    const ws = path.join(root, 'default', session);
-    await mkdir(path.join(ws, 'src'), { recursive: true });
-    await writeFile(path.join(ws, 'src', 'app.ts'), "export const greeting = 'Hello';\n");
-    await writeFile(path.join(ws, 'src', 'util.ts'), 'export const twice = (x: number) => 2 * x;\n');
-    await writeFile(path.join(ws, 'README.md'), '# demo project\n');
+    await seedWorkspace(path.join(root, 'default', session));
     await client.putSession(session, { provider: 'openai', autoApprove: ['edit_file'] });
     const tools = await client.tools(session);
     log(
       `session ${session} (provider openai): tools array = ${tools.tools.map((t) => t.name).join(', ')}; ${tools.context.split('\n').length - 3} deferred tools named in the turn context`,
     );
-
-    // Approve run_command confirmations as a person would, from the event stream.
-    const approved = new Set<string>();
-    const stopEvents = new AbortController();
-    const watcher = (async () => {
-      for await (const e of client.events(session, { signal: stopEvents.signal })) {
-        if (e.name !== 'confirm.requested') continue;
-        const d = e.data as { confirmationId: string; callId: string; name: string };
-        approved.add(d.callId);
-        log(`  > confirm.requested for ${d.name} (${d.callId}): approving ${d.confirmationId}`);
-        await client.answerConfirmation(session, d.confirmationId, { approve: true });
-      }
-    })().catch(() => {});
-
-    type DemoCall = { id: string; name: string; args: Record<string, unknown>; label: string };
-    const rt = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({
-      id,
-      name: 'run_tool',
-      args: { name, args },
-      label: `run_tool(${name})`,
-    });
-    const direct = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({
-      id,
-      name,
-      args,
-      label: name,
-    });
-    const play = async (title: string, run: string, calls: DemoCall[]) => {
+    const person = approveAsAPerson(client, session, log);
+    const play: Play = async (title, run, calls) => {
       const { results } = await client.submitRound(
         session,
         run,
         calls.map(({ label: _l, ...c }) => c),
       );
-      printRound(log, title, calls, results, approved);
+      printRound(log, title, calls, results, person.approved);
     };
-
-    await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
-      direct('c1', 'find_tools', { names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request'] }),
-      direct('c2', 'read_files', { paths: ['README.md'] }),
-    ]);
-    await play('Round 2 · parallel reads, a duplicate, an unfetched schema, invalid args', 'run-1', [
-      rt('c3', 'find_files', { pattern: 'src/**/*.ts' }),
-      rt('c4', 'read_files', { paths: ['src/app.ts'] }),
-      rt('c5', 'read_files', { paths: ['src/util.ts'] }),
-      rt('c6', 'read_files', { paths: ['src/app.ts'] }),
-      rt('c7', 'calculate', { expression: '6*7' }),
-      rt('c8', 'read_files', { paths: 'src/app.ts' }),
-    ]);
-    await play(
-      'Round 3 · an edit (auto-approved) invalidates the earlier read; a command waits for approval',
-      'run-1',
-      [
-        rt('c9', 'edit_file', { path: './src/app.ts', old: "'Hello'", new: "'Hi there'" }),
-        rt('c10', 'read_files', { paths: ['src/util.ts'] }),
-        rt('c11', 'run_command', { command: 'grep -c "Hi there" src/app.ts && ls src' }),
-      ],
-    );
-    await play('Round 4 · the read of src/app.ts runs again (fresh content); a GET to the docs server', 'run-1', [
-      rt('c12', 'read_files', { paths: ['src/app.ts'] }),
-      rt('c13', 'calculate', { expression: '6*7' }),
-      rt('c14', 'http_request', { url: `${docs.url}/release` }),
-    ]);
-    await play('Round 5 · a new run: the same GET comes from the 30-minute result cache', 'run-2', [
-      rt('c15', 'http_request', { url: `${docs.url}/release` }),
-      rt('c16', 'no_such_tool', {}),
-    ]);
-
-    stopEvents.abort();
-    await watcher;
+    await playRounds(play, docs.url);
+    await person.stop();
     const history = await client.history(session);
     const byStatus = new Map<string, number>();
     for (const e of history) byStatus.set(e.status, (byStatus.get(e.status) ?? 0) + 1);
@@ -180,4 +129,68 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     if (!options.keep) await rm(root, { recursive: true, force: true });
     else log(`workspace kept at ${root}`);
   }
+}
+
+/** A small project in the session's workspace for the agent to work on. */
+async function seedWorkspace(ws: string): Promise<void> {
+  await mkdir(path.join(ws, 'src'), { recursive: true });
+  await writeFile(path.join(ws, 'src', 'app.ts'), "export const greeting = 'Hello';\n");
+  await writeFile(path.join(ws, 'src', 'util.ts'), 'export const twice = (x: number) => 2 * x;\n');
+  await writeFile(path.join(ws, 'README.md'), '# demo project\n');
+}
+
+/** Approves every confirmation as a person would, from the event stream; `approved` names the calls approved. */
+function approveAsAPerson(
+  client: TdClient,
+  session: string,
+  log: (line: string) => void,
+): { approved: Set<string>; stop(): Promise<void> } {
+  const approved = new Set<string>();
+  const stopEvents = new AbortController();
+  const watcher = (async function watchConfirmations() {
+    for await (const e of client.events(session, { signal: stopEvents.signal })) {
+      if (e.name !== 'confirm.requested') continue;
+      const d = e.data as { confirmationId: string; callId: string; name: string };
+      approved.add(d.callId);
+      log(`  > confirm.requested for ${d.name} (${d.callId}): approving ${d.confirmationId}`);
+      await client.answerConfirmation(session, d.confirmationId, { approve: true });
+    }
+  })().catch(() => {});
+  return {
+    approved,
+    stop: async () => {
+      stopEvents.abort();
+      await watcher;
+    },
+  };
+}
+
+/** The demo's rounds, in order: each shows a rule of the three passes. */
+async function playRounds(play: Play, docsUrl: string): Promise<void> {
+  await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
+    direct('c1', 'find_tools', { names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request'] }),
+    direct('c2', 'read_files', { paths: ['README.md'] }),
+  ]);
+  await play('Round 2 · parallel reads, a duplicate, an unfetched schema, invalid args', 'run-1', [
+    rt('c3', 'find_files', { pattern: 'src/**/*.ts' }),
+    rt('c4', 'read_files', { paths: ['src/app.ts'] }),
+    rt('c5', 'read_files', { paths: ['src/util.ts'] }),
+    rt('c6', 'read_files', { paths: ['src/app.ts'] }),
+    rt('c7', 'calculate', { expression: '6*7' }),
+    rt('c8', 'read_files', { paths: 'src/app.ts' }),
+  ]);
+  await play('Round 3 · an edit (auto-approved) invalidates the earlier read; a command waits for approval', 'run-1', [
+    rt('c9', 'edit_file', { path: './src/app.ts', old: "'Hello'", new: "'Hi there'" }),
+    rt('c10', 'read_files', { paths: ['src/util.ts'] }),
+    rt('c11', 'run_command', { command: 'grep -c "Hi there" src/app.ts && ls src' }),
+  ]);
+  await play('Round 4 · the read of src/app.ts runs again (fresh content); a GET to the docs server', 'run-1', [
+    rt('c12', 'read_files', { paths: ['src/app.ts'] }),
+    rt('c13', 'calculate', { expression: '6*7' }),
+    rt('c14', 'http_request', { url: `${docsUrl}/release` }),
+  ]);
+  await play('Round 5 · a new run: the same GET comes from the 30-minute result cache', 'run-2', [
+    rt('c15', 'http_request', { url: `${docsUrl}/release` }),
+    rt('c16', 'no_such_tool', {}),
+  ]);
 }

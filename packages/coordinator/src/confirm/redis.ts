@@ -67,16 +67,9 @@ export class RedisConfirmHub implements ConfirmHub {
   ): Promise<ConfirmDecision[]> {
     if (items.length === 0) return [];
     const { timeoutMs, signal } = options;
-    const decisions = new Map<string, ConfirmDecision>();
-    let finish: () => void = () => {};
-    const done = new Promise<void>((resolve) => {
-      finish = resolve;
-    });
+    const round = new RoundDecisions(items);
     const decide = (id: string, decision: ConfirmDecision) => {
-      if (decisions.has(id)) return;
-      decisions.set(id, decision);
-      this.waiters.delete(id);
-      if (decisions.size === items.length) finish();
+      if (round.decide(id, decision)) this.waiters.delete(id);
     };
     for (const item of items) {
       this.waiters.set(item.confirmationId, {
@@ -86,7 +79,7 @@ export class RedisConfirmHub implements ConfirmHub {
         },
       });
     }
-    const undecided = () => items.filter((i) => !decisions.has(i.confirmationId));
+    const undecided = () => round.undecided();
     const settleRest = (by: 'timeout' | 'cancelled') => {
       this.settle(undecided(), { approve: false, remember: false, by }).then(
         (settled) => {
@@ -105,21 +98,13 @@ export class RedisConfirmHub implements ConfirmHub {
       },
       Math.max(0, timeoutMs),
     );
-    const pollDecisions = () => {
-      this.readDecisions(undecided()).then(
-        (found) => {
-          for (const [id, d] of found) decide(id, d);
-        },
-        () => undefined,
-      );
-    };
-    const poll = setInterval(pollDecisions, this.pollIntervalMs);
+    const poll = setInterval(() => this.pollDecisions(undecided(), decide), this.pollIntervalMs);
     try {
       await this.subscribed;
       await this.putPending(items, timeoutMs);
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
-      await done;
+      await round.done;
     } catch (e) {
       for (const item of items) this.waiters.delete(item.confirmationId);
       throw e;
@@ -128,7 +113,17 @@ export class RedisConfirmHub implements ConfirmHub {
       clearInterval(poll);
       signal.removeEventListener('abort', onAbort);
     }
-    return items.map((i) => decisions.get(i.confirmationId) as ConfirmDecision);
+    return round.inOrder();
+  }
+
+  /** The safety net under the pub/sub message: decisions stored meanwhile, read back. */
+  private pollDecisions(items: readonly PendingConfirmation[], decide: (id: string, d: ConfirmDecision) => void): void {
+    this.readDecisions(items).then(
+      (found) => {
+        for (const [id, d] of found) decide(id, d);
+      },
+      () => undefined,
+    );
   }
 
   async answer(
@@ -234,4 +229,38 @@ function groupBySession(items: readonly PendingConfirmation[]): Map<string, Pend
   const out = new Map<string, PendingConfirmation[]>();
   for (const item of items) out.set(item.session, [...(out.get(item.session) ?? []), item]);
   return out;
+}
+
+/** The decisions of one round's confirmations as they arrive (message, poll, timeout or cancel); the first per id counts. */
+class RoundDecisions {
+  readonly done: Promise<void>;
+  private readonly decisions = new Map<string, ConfirmDecision>();
+  private finish: () => void = () => {};
+
+  constructor(private readonly items: readonly PendingConfirmation[]) {
+    this.done = new Promise<void>((resolve) => {
+      this.finish = resolve;
+    });
+  }
+
+  /** True when this was the id's first decision. */
+  decide(id: string, decision: ConfirmDecision): boolean {
+    if (this.decisions.has(id)) return false;
+    this.decisions.set(id, decision);
+    if (this.decisions.size === this.items.length) this.finish();
+    return true;
+  }
+
+  undecided(): PendingConfirmation[] {
+    return this.items.filter((i) => !this.decisions.has(i.confirmationId));
+  }
+
+  /** Every decision, in the items' order (once `done`). */
+  inOrder(): ConfirmDecision[] {
+    return this.items.map((i) => {
+      const d = this.decisions.get(i.confirmationId);
+      if (!d) throw new Error(`confirmation ${i.confirmationId} has no decision yet`);
+      return d;
+    });
+  }
 }

@@ -1,3 +1,5 @@
+import { setMaxListeners } from 'node:events';
+import { MAX_CALLS_PER_ROUND } from '@tool-dispatch/shared';
 import { type RoundRef, type RoundResponse, runKeyOf } from '../model.js';
 import { getOrCreate } from '../support/maps.js';
 
@@ -17,8 +19,14 @@ export class ActiveRuns {
   private inFlight = 0;
   private readonly idle = new Set<() => void>();
 
-  /** `onCount`: the number of rounds in flight, each time it changes. */
-  constructor(private readonly onCount?: (n: number) => void) {}
+  /**
+   * `onCount`: the number of rounds in flight, each time it changes. `listenersPerRun`: how many
+   * abort listeners a run's signal holds by design (see `runSignalListeners`), so Node warns only past it.
+   */
+  constructor(
+    private readonly onCount?: (n: number) => void,
+    private readonly listenersPerRun = 10,
+  ) {}
 
   get size(): number {
     return this.inFlight;
@@ -33,6 +41,7 @@ export class ActiveRuns {
     let controller = this.controllers.get(runKey);
     if (!controller || controller.signal.aborted) {
       controller = new AbortController();
+      setMaxListeners(this.listenersPerRun, controller.signal);
       this.controllers.set(runKey, controller);
     }
     const set = getOrCreate(this.active, runKey, () => new Set<ActiveRound>());
@@ -83,4 +92,14 @@ export class ActiveRuns {
     this.onCount?.(this.inFlight);
     if (this.inFlight === 0) for (const f of this.idle) f();
   }
+}
+
+/**
+ * The abort listeners one run's signal holds by design: every call of the run listens to it.
+ * Each running call (at most `maxConcurrentTools` of a run) holds up to two (the executor's wait
+ * and the handler's deadline), the limiter one for all its waiters, and each pending
+ * confirmation of a round one (at most MAX_CALLS_PER_ROUND).
+ */
+export function runSignalListeners(maxConcurrentTools: number): number {
+  return 2 * maxConcurrentTools + 1 + MAX_CALLS_PER_ROUND;
 }

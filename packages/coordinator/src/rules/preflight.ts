@@ -182,108 +182,121 @@ function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
   return base(name, args, { kind: 'run', needsConfirm: false });
 }
 
-/** Steps 3 to 8 for a call that got through steps 1 and 2. */
+/** One of steps 3 to 8: the call's decision when the step ends it (or lets it run), undefined to go on. */
+type Step = (planned: PlannedCall, input: PreflightInput, round: RoundState) => CallDecision | undefined;
+/** A step after step 5, for a tool that exists: its spec at hand. */
+type KnownStep = (
+  planned: PlannedCall,
+  spec: ToolSpec,
+  input: PreflightInput,
+  round: RoundState,
+) => CallDecision | undefined;
+
+/** Steps 3 to 8 for a call that got through steps 1 and 2, in DESIGN.md's order. */
 function decide(planned: PlannedCall, input: PreflightInput, round: RoundState): PlannedCall {
-  const { call, name, args, spec } = planned;
-
-  // Step 3: dedupe, within the round and against the run's successful results.
-  if (planned.dedupable) {
-    const leader = round.leaders.get(planned.key);
-    if (leader !== undefined) return { ...planned, decision: { kind: 'follow', leader } };
-    round.leaders.set(planned.key, round.planned.length);
-    const shadowed = round.shadows.some((inv) => covers(inv, name, planned.paths));
-    const hit = shadowed ? undefined : round.dedupeHits.get(planned.key);
-    if (hit) {
-      const result: CallResult = {
-        id: call.id,
-        name,
-        status: 'deduped',
-        output: hit.output,
-        dedupedFrom: hit.callId,
-        dedupedFromRound: hit.round,
-        durationMs: 0,
-      };
-      return { ...planned, decision: { kind: 'done', result } };
-    }
+  for (const step of [dedupeStep, schemaStep, existenceStep]) {
+    const decision = step(planned, input, round);
+    if (decision) return { ...planned, decision };
   }
-
-  // Step 4: a deferred schema not yet shown to this session.
-  if (spec && !input.fetched.has(name)) {
-    input.fetched.add(name);
-    const check = validateAgainst(spec.parameters, args);
-    const output: Record<string, unknown> = {
-      tool: definitionOf(spec),
-      message: `This is the schema of ${name}; it was not fetched before, so the call did not run. Call ${name} again with args that match tool.parameters.`,
-    };
-    if (!check.valid) output.problems = check.problems;
-    return {
-      ...planned,
-      decision: { kind: 'done', result: { id: call.id, name, status: 'schema', output, durationMs: 0 } },
-    };
+  const spec = planned.spec;
+  if (!spec) throw new Error(`preflight: ${planned.name} passed step 5 without a definition`);
+  for (const step of [validationStep, cacheStep, findToolsStep]) {
+    const decision = step(planned, spec, input, round);
+    if (decision) return { ...planned, decision };
   }
+  return { ...planned, decision: confirmStep(planned, spec, input) };
+}
 
-  // Step 5: existence: a definition and a handler somewhere.
-  if (!spec)
-    return {
-      ...planned,
-      decision: stop(
-        call,
-        name,
-        'no_definition',
-        `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
-      ),
-    };
-  if (spec.kind === 'client')
-    return {
-      ...planned,
-      decision: stop(
-        call,
-        name,
-        'no_handler',
-        `"${name}" is a client tool: the client application runs it, not tool-dispatch, so it did not run here.`,
-      ),
-    };
-  if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
-    return {
-      ...planned,
-      decision: stop(
-        call,
-        name,
-        'no_handler',
-        `"${name}" is defined but no handler is registered for it right now, so it cannot run.`,
-      ),
-    };
+/** Step 3: dedupe, within the round (follow the first) and against the run's successful results. */
+const dedupeStep: Step = (planned, _input, round) => {
+  if (!planned.dedupable) return undefined;
+  const leader = round.leaders.get(planned.key);
+  if (leader !== undefined) return { kind: 'follow', leader };
+  round.leaders.set(planned.key, round.planned.length);
+  const shadowed = round.shadows.some((inv) => covers(inv, planned.name, planned.paths));
+  const hit = shadowed ? undefined : round.dedupeHits.get(planned.key);
+  if (!hit) return undefined;
+  const result: CallResult = {
+    id: planned.call.id,
+    name: planned.name,
+    status: 'deduped',
+    output: hit.output,
+    dedupedFrom: hit.callId,
+    dedupedFromRound: hit.round,
+    durationMs: 0,
+  };
+  return { kind: 'done', result };
+};
 
-  // Step 6: validation against the tool's JSON schema.
+/** Step 4: a deferred schema not yet shown to this session: shown now, with what is wrong with the args sent. */
+const schemaStep: Step = ({ call, name, args, spec }, input) => {
+  if (!spec || input.fetched.has(name)) return undefined;
+  input.fetched.add(name);
   const check = validateAgainst(spec.parameters, args);
-  if (!check.valid)
-    return {
-      ...planned,
-      decision: stop(call, name, 'bad_args', `Invalid args for ${name}: ${check.problems.join('; ')}.`, {
-        problems: check.problems,
-      }),
-    };
+  const output: Record<string, unknown> = {
+    tool: definitionOf(spec),
+    message: `This is the schema of ${name}; it was not fetched before, so the call did not run. Call ${name} again with args that match tool.parameters.`,
+  };
+  if (!check.valid) output.problems = check.problems;
+  return { kind: 'done', result: { id: call.id, name, status: 'schema', output, durationMs: 0 } };
+};
 
-  // Step 7: the result cache (valid calls of existing tools only).
-  if (planned.cacheable) {
-    const hit = round.cacheHits.get(planned.key);
-    if (hit) {
-      const result: CallResult = { id: call.id, name, status: 'cached', output: hit.output, durationMs: 0 };
-      return { ...planned, decision: { kind: 'done', result } };
-    }
-  }
-
-  // find_tools is answered here, so later calls of the round see the schemas it fetches.
-  if (name === 'find_tools') {
-    const visible = [...input.specs.values()].filter(
-      (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name),
+/** Step 5: existence: a definition, and a handler somewhere (a client tool's handler is its client). */
+const existenceStep: Step = ({ call, name, spec }, input) => {
+  if (!spec)
+    return stop(
+      call,
+      name,
+      'no_definition',
+      `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
     );
-    const output = findTools(visible, args);
-    for (const t of output.tools) input.fetched.add(t.name);
-    return { ...planned, decision: { kind: 'run', needsConfirm: false, output } };
-  }
+  if (spec.kind === 'client')
+    return stop(
+      call,
+      name,
+      'no_handler',
+      `"${name}" is a client tool: the client application runs it, not tool-dispatch, so it did not run here.`,
+    );
+  if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
+    return stop(
+      call,
+      name,
+      'no_handler',
+      `"${name}" is defined but no handler is registered for it right now, so it cannot run.`,
+    );
+  return undefined;
+};
 
-  // Step 8: the confirm gate (asked for all of the round at once, by the caller).
+/** Step 6: validation against the tool's JSON schema, the errors in words. */
+const validationStep: KnownStep = ({ call, name, args }, spec) => {
+  const check = validateAgainst(spec.parameters, args);
+  if (check.valid) return undefined;
+  return stop(call, name, 'bad_args', `Invalid args for ${name}: ${check.problems.join('; ')}.`, {
+    problems: check.problems,
+  });
+};
+
+/** Step 7: the result cache (valid calls of existing tools only). */
+const cacheStep: KnownStep = (planned, _spec, _input, round) => {
+  const hit = planned.cacheable ? round.cacheHits.get(planned.key) : undefined;
+  if (!hit) return undefined;
+  return {
+    kind: 'done',
+    result: { id: planned.call.id, name: planned.name, status: 'cached', output: hit.output, durationMs: 0 },
+  };
+};
+
+/** find_tools is answered here, so later calls of the round see the schemas it fetches. */
+const findToolsStep: KnownStep = ({ name, args }, _spec, input) => {
+  if (name !== 'find_tools') return undefined;
+  const visible = [...input.specs.values()].filter((s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name));
+  const output = findTools(visible, args);
+  for (const t of output.tools) input.fetched.add(t.name);
+  return { kind: 'run', needsConfirm: false, output };
+};
+
+/** Step 8: the confirm gate (asked for all of the round at once, by the gate pass), unless auto-approved. */
+function confirmStep({ name, args }: PlannedCall, spec: ToolSpec, input: PreflightInput): CallDecision {
   const approved = input.autoApprove === 'all' || input.autoApprove.includes(name);
-  return { ...planned, decision: { kind: 'run', needsConfirm: needsConfirmation(spec, name, args) && !approved } };
+  return { kind: 'run', needsConfirm: needsConfirmation(spec, name, args) && !approved };
 }

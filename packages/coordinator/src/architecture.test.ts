@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 // ARCHITECTURE.md "Layers": each file's layer by its folder; imports only point down (or stay
@@ -83,6 +84,28 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   return found;
 }
 
+/** STYLE.md "small functions": one screen. A longer one says why on the line above it: `// long: <why>`. */
+const MAX_FUNCTION_LINES = 60;
+
+function longFunctions(file: string): string[] {
+  const text = readFileSync(path.join(SRC, file), 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const lines = text.split('\n');
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+      const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+      const length = source.getLineAndCharacterOfPosition(node.getEnd()).line - start + 1;
+      const said = /\/\/ long: \S/.test(lines[start - 1] ?? '');
+      const name = node.name?.getText(source) ?? '(anonymous)';
+      if (length > MAX_FUNCTION_LINES && !said) found.push(`${file}:${start + 1} ${name} has ${length} lines`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 const files = sourceFiles();
 const graph = new Map(files.map((f) => [f, importsOf(f).local]));
 
@@ -105,6 +128,10 @@ describe('the coordinator layers', () => {
           .map((p) => `${f} imports ${p}`),
       );
     expect(problems).toEqual([]);
+  });
+
+  it(`has no function over ${MAX_FUNCTION_LINES} lines unless a comment says why`, () => {
+    expect(files.flatMap(longFunctions)).toEqual([]);
   });
 
   describe('the checker itself', () => {
