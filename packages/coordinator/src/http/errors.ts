@@ -11,6 +11,8 @@ export type HttpErrorCode =
   | 'unsupported_media_type'
   | 'unauthorized'
   | 'not_found'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'not_ready'
   | 'internal_error';
 

@@ -3,10 +3,12 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
 import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
+import { createClientErrorHandler } from './client-errors.js';
 import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
+import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
 import { registerRoundRoutes } from './round-routes.js';
@@ -37,6 +39,8 @@ export interface BuildServerOptions {
   sse?: SseOptions;
   /** When enabled, one SERVER span per /v1 and /admin request, parent of the engine's round span. */
   tracing?: Pick<Tracing, 'enabled' | 'withSpan'>;
+  /** How long a client may take to send its headers and its whole request (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS). */
+  timeouts?: HttpTimeoutOptions;
 }
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
@@ -53,9 +57,20 @@ function reportToStderr(error: unknown): void {
 /** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const onInternalError = options.onInternalError ?? reportToStderr;
+  const timeouts = resolveHttpTimeouts(options.timeouts);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: MAX_BODY_BYTES,
+    http: {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      connectionsCheckingInterval: timeouts.checkEveryMs,
+    },
+    // fastify copies this one onto the server after creating it (0 = none otherwise).
+    requestTimeout: timeouts.requestMs,
+    // Parser errors and timeouts never reach fastify's error handler: answered on the socket.
+    clientErrorHandler: createClientErrorHandler(timeouts),
     // fastify's own 503 while closing has another body shape, and in-flight rounds may still
     // need their confirmations answered during a drain; the engine refuses new rounds itself.
     return503OnClosing: false,
