@@ -110,6 +110,28 @@ describe('errors of the HTTP layer', () => {
       expectContractError(res, 404, 'not_found');
       await expectStillServing(h);
     });
+
+    it('answers a method the path does not have with 405 method_not_allowed, naming the allowed ones', async () => {
+      const res = await exchange(portOf(h), [
+        head(
+          `PATCH /v1/sessions/${uid('s')} HTTP/1.1`,
+          'Host: x',
+          'Content-Type: application/json',
+          'Content-Length: 2',
+        ),
+        '{}',
+      ]);
+      expectContractError(res, 405, 'method_not_allowed');
+      expect(res.headers.allow?.split(/,\s*/).sort()).toEqual(['GET', 'HEAD', 'PUT']);
+      await expectStillServing(h);
+    });
+
+    it('answers POST on a GET-only operation path with 405 method_not_allowed', async () => {
+      const res = await exchange(portOf(h), [head('POST /healthz HTTP/1.1', 'Host: x', 'Content-Length: 0')]);
+      expectContractError(res, 405, 'method_not_allowed');
+      expect(res.headers.allow?.split(/,\s*/).sort()).toEqual(['GET', 'HEAD']);
+      await expectStillServing(h);
+    });
   });
 
   describe('when the body is unusable', () => {

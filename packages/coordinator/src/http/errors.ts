@@ -11,6 +11,7 @@ export type HttpErrorCode =
   | 'unsupported_media_type'
   | 'unauthorized'
   | 'not_found'
+  | 'method_not_allowed'
   | 'request_timeout'
   | 'headers_too_large'
   | 'not_ready'

@@ -12,6 +12,7 @@ import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from '
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
 import { registerRoundRoutes } from './round-routes.js';
+import { trackRouteMethods } from './route-methods.js';
 import { registerSessionRoutes } from './session-routes.js';
 import type { SseOptions, SseStream } from './sse.js';
 
@@ -80,6 +81,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
 
+  const allowedMethods = trackRouteMethods(app);
   installJsonBodyParser(app, MAX_BODY_BYTES);
   app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
@@ -90,7 +92,14 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   });
   app.setNotFoundHandler(function routeNotFound(request, reply) {
     const path = request.url.split('?')[0] ?? '';
-    return sendError(reply, new HttpError(404, 'not_found', `no route for ${request.method} ${path.slice(0, 200)}`));
+    const shown = `${request.method} ${path.slice(0, 200)}`;
+    const allowed = allowedMethods(path);
+    if (allowed.length === 0) return sendError(reply, new HttpError(404, 'not_found', `no route for ${shown}`));
+    reply.header('allow', allowed.join(', '));
+    return sendError(
+      reply,
+      new HttpError(405, 'method_not_allowed', `no route for ${shown}; this path answers ${allowed.join(', ')}`),
+    );
   });
 
   if (options.apiToken) {
