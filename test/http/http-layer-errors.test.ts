@@ -134,6 +134,31 @@ describe('errors of the HTTP layer', () => {
     });
   });
 
+  describe('when Node would answer in a bare shape of its own', () => {
+    it('answers an HTTP/1.1 request without a Host header with 400 in the contract shape', async () => {
+      const res = await exchange(portOf(h), ['GET /healthz HTTP/1.1\r\n\r\n']);
+      expectClosingContractError(res, 400, 'invalid_request');
+      await expectStillServing(h);
+    });
+
+    it('answers CONNECT with 405 method_not_allowed in the contract shape', async () => {
+      const res = await exchange(portOf(h), [head('CONNECT example.com:443 HTTP/1.1', 'Host: example.com:443')]);
+      expectClosingContractError(res, 405, 'method_not_allowed');
+      await expectStillServing(h);
+    });
+
+    it('answers an Expect other than 100-continue with 417 expectation_failed in the contract shape', async () => {
+      const s = uid('expect');
+      const res = await exchange(portOf(h), [
+        head(`PUT /v1/sessions/${s} HTTP/1.1`, 'Host: x', 'Expect: 200-ok', `Content-Length: ${sessionBody.length}`),
+        sessionBody,
+      ]);
+      expectContractError(res, 417, 'expectation_failed');
+      await expectNoSession(h, s);
+      await expectStillServing(h);
+    });
+  });
+
   describe('when the body is unusable', () => {
     it('answers a body that is not JSON with 400 invalid_json in the contract shape', async () => {
       const s = uid('json');

@@ -1,4 +1,4 @@
-import { type ServerResponse, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { HttpError } from './errors.js';
 import { type HttpTimeouts, MAX_HEADER_BYTES } from './limits.js';
@@ -75,4 +75,29 @@ export function createClientErrorHandler(timeouts: HttpTimeouts): (error: Client
     // Destroyed at once, like Node does: parsing stops, so no half-received request reaches a route.
     socket.destroy();
   };
+}
+
+/**
+ * Answers what Node would answer itself, bypassing fastify, in bare bodies: CONNECT (no tunnels
+ * here; Node would drop the socket without a word) and an `Expect` other than 100-continue (417).
+ */
+export function installRawServerAnswers(server: Server): void {
+  server.on('connect', function refuseConnect(_request: IncomingMessage, socket: Duplex) {
+    const refusal = new HttpError(405, 'method_not_allowed', 'CONNECT is not supported: this is not a proxy');
+    socket.end(rawErrorResponse(refusal), () => socket.destroy());
+  });
+  server.on('checkExpectation', function refuseExpectation(request: IncomingMessage, response: ServerResponse) {
+    const refusal = new HttpError(
+      417,
+      'expectation_failed',
+      `the only Expect this server meets is 100-continue; got ${JSON.stringify(String(request.headers.expect).slice(0, 100))}`,
+    );
+    const body = JSON.stringify(refusal.toBody());
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
+  });
 }

@@ -13,6 +13,7 @@ export type HttpErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'request_timeout'
+  | 'expectation_failed'
   | 'headers_too_large'
   | 'not_ready'
   | 'internal_error';

@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
 import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
-import { createClientErrorHandler } from './client-errors.js';
+import { createClientErrorHandler, installRawServerAnswers } from './client-errors.js';
 import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
@@ -67,6 +67,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
       headersTimeout: timeouts.headersMs,
       requestTimeout: timeouts.requestMs,
       connectionsCheckingInterval: timeouts.checkEveryMs,
+      // Node would answer a missing Host with an empty 400; the requireHost hook answers it in our shape.
+      requireHostHeader: false,
     },
     // fastify copies this one onto the server after creating it (0 = none otherwise).
     requestTimeout: timeouts.requestMs,
@@ -81,7 +83,16 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
 
+  installRawServerAnswers(app.server);
   const allowedMethods = trackRouteMethods(app);
+  app.addHook('onRequest', async function requireHost(request, reply) {
+    const { httpVersionMajor, httpVersionMinor } = request.raw;
+    if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400; Node closes such a connection too.
+      reply.header('connection', 'close');
+      return sendError(reply, new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header'));
+    }
+  });
   installJsonBodyParser(app, MAX_BODY_BYTES);
   app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
