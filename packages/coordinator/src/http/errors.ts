@@ -11,6 +11,10 @@ export type HttpErrorCode =
   | 'unsupported_media_type'
   | 'unauthorized'
   | 'not_found'
+  | 'method_not_allowed'
+  | 'request_timeout'
+  | 'expectation_failed'
+  | 'headers_too_large'
   | 'not_ready'
   | 'internal_error';
 

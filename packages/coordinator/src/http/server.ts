@@ -3,13 +3,16 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
 import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
+import { createClientErrorHandler, installRawServerAnswers } from './client-errors.js';
 import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
+import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
 import { registerRoundRoutes } from './round-routes.js';
+import { trackRouteMethods } from './route-methods.js';
 import { registerSessionRoutes } from './session-routes.js';
 import type { SseOptions, SseStream } from './sse.js';
 
@@ -37,6 +40,8 @@ export interface BuildServerOptions {
   sse?: SseOptions;
   /** When enabled, one SERVER span per /v1 and /admin request, parent of the engine's round span. */
   tracing?: Pick<Tracing, 'enabled' | 'withSpan'>;
+  /** How long a client may take to send its headers and its whole request (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS). */
+  timeouts?: HttpTimeoutOptions;
 }
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
@@ -53,9 +58,22 @@ function reportToStderr(error: unknown): void {
 /** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const onInternalError = options.onInternalError ?? reportToStderr;
+  const timeouts = resolveHttpTimeouts(options.timeouts);
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: MAX_BODY_BYTES,
+    http: {
+      maxHeaderSize: MAX_HEADER_BYTES,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      connectionsCheckingInterval: timeouts.checkEveryMs,
+      // Node would answer a missing Host with an empty 400; the requireHost hook answers it in our shape.
+      requireHostHeader: false,
+    },
+    // fastify copies this one onto the server after creating it (0 = none otherwise).
+    requestTimeout: timeouts.requestMs,
+    // Parser errors and timeouts never reach fastify's error handler: answered on the socket.
+    clientErrorHandler: createClientErrorHandler(timeouts),
     // fastify's own 503 while closing has another body shape, and in-flight rounds may still
     // need their confirmations answered during a drain; the engine refuses new rounds itself.
     return503OnClosing: false,
@@ -65,6 +83,16 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
     },
   });
 
+  installRawServerAnswers(app.server);
+  const allowedMethods = trackRouteMethods(app);
+  app.addHook('onRequest', async function requireHost(request, reply) {
+    const { httpVersionMajor, httpVersionMinor } = request.raw;
+    if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
+      // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400; Node closes such a connection too.
+      reply.header('connection', 'close');
+      return sendError(reply, new HttpError(400, 'invalid_request', 'an HTTP/1.1 request needs a Host header'));
+    }
+  });
   installJsonBodyParser(app, MAX_BODY_BYTES);
   app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
@@ -75,7 +103,14 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   });
   app.setNotFoundHandler(function routeNotFound(request, reply) {
     const path = request.url.split('?')[0] ?? '';
-    return sendError(reply, new HttpError(404, 'not_found', `no route for ${request.method} ${path.slice(0, 200)}`));
+    const shown = `${request.method} ${path.slice(0, 200)}`;
+    const allowed = allowedMethods(path);
+    if (allowed.length === 0) return sendError(reply, new HttpError(404, 'not_found', `no route for ${shown}`));
+    reply.header('allow', allowed.join(', '));
+    return sendError(
+      reply,
+      new HttpError(405, 'method_not_allowed', `no route for ${shown}; this path answers ${allowed.join(', ')}`),
+    );
   });
 
   if (options.apiToken) {
