@@ -16,6 +16,11 @@ export function normalizeWorkspacePath(p: string): string {
   return normalized.replace(/^\.\//, '');
 }
 
+/** Whether `p` can only name a directory (`dir/`, `a/.`, `..`, `.`), so no file can be written at it. */
+export function namesDirectory(p: string): boolean {
+  return /[/\\]$/.test(p) || /(^|[/\\])\.{0,2}$/.test(p);
+}
+
 /**
  * Resolves `p` (relative to the workspace) to an absolute path free of symlinks, refusing
  * absolute paths and any path that leaves the workspace through `..` or a symlink.
