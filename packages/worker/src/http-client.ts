@@ -71,8 +71,9 @@ export function httpCall(call: HttpCall, options: HttpCallOptions): Promise<Http
  * One HTTP exchange for a tool: redirects followed by hand (each hop checked by the net guard
  * and its connection pinned to the checked address), then the final response handed to
  * `consume`, its body decoded (a decompression bomb is the consumer's cap to stop), the whole
- * bounded by `signal`. The connection is closed once `consume` settles; what it throws, other
- * than a ToolError, is reported as the request failing (or as the abort, once `signal` aborted).
+ * bounded by `signal`. The body and the connection are closed once `consume` settles, read or
+ * not; what it throws, other than a ToolError, is reported as the request failing (or as the
+ * abort, once `signal` aborted).
  */
 export async function withHttpResponse<T>(
   call: HttpCall,
@@ -98,12 +99,20 @@ export async function withHttpResponse<T>(
         continue;
       }
       const encoding = response.headers['content-encoding'];
-      return await consume({
-        url: target.url.href,
-        status: response.statusCode,
-        headers: flattenHeaders(response.headers),
-        body: decodeBody(response.body, typeof encoding === 'string' ? encoding : undefined),
-      });
+      const body = decodeBody(response.body, typeof encoding === 'string' ? encoding : undefined);
+      // A consumer may stop before reading the body (download_file on a 404): its errors are then
+      // nobody's to handle, and an 'error' without a listener would crash the process.
+      body.on('error', function ignoreUnreadBodyError() {});
+      try {
+        return await consume({
+          url: target.url.href,
+          status: response.statusCode,
+          headers: flattenHeaders(response.headers),
+          body,
+        });
+      } finally {
+        body.destroy();
+      }
     } catch (e) {
       throw toToolError(e, target.url, options.signal);
     } finally {
