@@ -136,6 +136,26 @@ export const SHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
     concurrency: 'concurrent',
   },
   {
+    name: 'download_file',
+    description:
+      'Download a URL (GET, same network rules as http_request) into a workspace file, creating parent ' +
+      'directories and replacing the file if it exists. Returns {path, bytes, contentType}. At most 64 MiB; ' +
+      'a larger body or a status other than 2xx fails the call and writes nothing.',
+    parameters: obj(
+      {
+        url,
+        path: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 4096,
+          description: 'Where to write the file, relative to the session workspace.',
+        },
+      },
+      ['url', 'path'],
+    ),
+    concurrency: 'concurrent',
+  },
+  {
     name: 'search_web',
     description: 'Search the web and return titles, URLs and snippets.',
     parameters: obj({ query: { type: 'string', minLength: 1, maxLength: 2000 } }, ['query']),
@@ -169,7 +189,6 @@ export const UNSHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
   ['file_history', 'Show the change history of a workspace file.'],
   ['chat_history', 'Search earlier messages of this conversation.'],
   ['error_history', 'List recent tool errors of this session.'],
-  ['download_file', 'Download a URL into the workspace.'],
   ['test_tool', 'A tool for testing the dispatcher.'],
   ['subagents', 'Run sub-agents on sub-tasks.'],
   ['list_chatbot', 'List the chatbots that can be messaged.'],

@@ -24,15 +24,29 @@ export interface HttpCall {
   body?: string;
 }
 
-export interface HttpCallOptions {
+/** How an exchange may connect. */
+export interface HttpExchangeOptions {
   signal: AbortSignal;
   /**
    * TD_HTTP_ALLOW entries; `false` turns the private-address guard off (only for URLs the
    * operator set, such as TD_SEARCH_URL).
    */
   allow: readonly string[] | false;
-  maxBytes?: number;
   resolveHost?: ResolveHost;
+}
+
+export interface HttpCallOptions extends HttpExchangeOptions {
+  maxBytes?: number;
+}
+
+/** The response that ended an exchange (after redirects), its body not read yet. */
+export interface HttpResponse {
+  /** The URL that answered, after redirects. */
+  url: string;
+  status: number;
+  headers: Record<string, string>;
+  /** The body with its content codings undone; valid until the consumer settles. */
+  body: Readable;
 }
 
 export interface HttpResult {
@@ -44,12 +58,28 @@ export interface HttpResult {
   truncated: boolean;
 }
 
+/** One HTTP exchange for a tool, its body read into memory and cut at `maxBytes`. */
+export function httpCall(call: HttpCall, options: HttpCallOptions): Promise<HttpResult> {
+  const maxBytes = options.maxBytes ?? MAX_STREAM_BYTES;
+  return withHttpResponse(call, options, async function readBody(response) {
+    const { body, truncated } = await readCapped(response.body, maxBytes);
+    return { url: response.url, status: response.status, headers: response.headers, body, truncated };
+  });
+}
+
 /**
  * One HTTP exchange for a tool: redirects followed by hand (each hop checked by the net guard
- * and its connection pinned to the checked address), the body decompressed and cut at
- * `maxBytes`, the whole bounded by `signal`.
+ * and its connection pinned to the checked address), then the final response handed to
+ * `consume`, its body decoded (a decompression bomb is the consumer's cap to stop), the whole
+ * bounded by `signal`. The body and the connection are closed once `consume` settles, read or
+ * not; what it throws, other than a ToolError, is reported as the request failing (or as the
+ * abort, once `signal` aborted).
  */
-export async function httpCall(call: HttpCall, options: HttpCallOptions): Promise<HttpResult> {
+export async function withHttpResponse<T>(
+  call: HttpCall,
+  options: HttpExchangeOptions,
+  consume: (response: HttpResponse) => Promise<T>,
+): Promise<T> {
   let current = { ...call, headers: lowerCaseKeys(call.headers) };
   for (let hop = 0; ; hop++) {
     const target = await checkHop(current.url, options);
@@ -69,15 +99,20 @@ export async function httpCall(call: HttpCall, options: HttpCallOptions): Promis
         continue;
       }
       const encoding = response.headers['content-encoding'];
-      const decoded = decodeBody(response.body, typeof encoding === 'string' ? encoding : undefined);
-      const { body, truncated } = await readCapped(decoded, options.maxBytes ?? MAX_STREAM_BYTES);
-      return {
-        url: target.url.href,
-        status: response.statusCode,
-        headers: flattenHeaders(response.headers),
-        body,
-        truncated,
-      };
+      const body = decodeBody(response.body, typeof encoding === 'string' ? encoding : undefined);
+      // A consumer may stop before reading the body (download_file on a 404): its errors are then
+      // nobody's to handle, and an 'error' without a listener would crash the process.
+      body.on('error', function ignoreUnreadBodyError() {});
+      try {
+        return await consume({
+          url: target.url.href,
+          status: response.statusCode,
+          headers: flattenHeaders(response.headers),
+          body,
+        });
+      } finally {
+        body.destroy();
+      }
     } catch (e) {
       throw toToolError(e, target.url, options.signal);
     } finally {
@@ -86,7 +121,7 @@ export async function httpCall(call: HttpCall, options: HttpCallOptions): Promis
   }
 }
 
-async function checkHop(url: string, options: HttpCallOptions): Promise<CheckedTarget> {
+async function checkHop(url: string, options: HttpExchangeOptions): Promise<CheckedTarget> {
   if (options.allow === false) return { url: parseHttpUrl(url), addresses: [] };
   return checkUrl(url, {
     allow: options.allow,

@@ -5,6 +5,8 @@ export { startWorker } from './consume.js';
 export type { RunJobOptions } from './execute-job.js';
 export { runJob, SETTLE_GRACE_MS } from './execute-job.js';
 export { calculate } from './handlers/calculate.js';
+export type { DownloadFileHandler, DownloadFileOptions, DownloadFileOutput } from './handlers/download-file.js';
+export { createDownloadFile, downloadFile, MAX_DOWNLOAD_BYTES } from './handlers/download-file.js';
 export type { EditFileOutput } from './handlers/edit-file.js';
 export { editFile } from './handlers/edit-file.js';
 export type { FetchPageOutput } from './handlers/fetch-page.js';

@@ -1,5 +1,6 @@
 import type { Handler } from '@tool-dispatch/shared';
 import { calculate } from './handlers/calculate.js';
+import { downloadFile } from './handlers/download-file.js';
 import { editFile } from './handlers/edit-file.js';
 import { fetchPage } from './handlers/fetch-page.js';
 import { findFiles } from './handlers/find-files.js';
@@ -46,6 +47,7 @@ export function createBuiltinRegistry(): HandlerRegistry {
   registry.register('run_command', runCommand);
   registry.register('http_request', httpRequest);
   registry.register('fetch_page', fetchPage);
+  registry.register('download_file', downloadFile);
   registry.register('search_web', searchWeb);
   registry.register('calculate', calculate);
   registry.register('write_todo', writeTodo);

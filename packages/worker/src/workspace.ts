@@ -16,6 +16,11 @@ export function normalizeWorkspacePath(p: string): string {
   return normalized.replace(/^\.\//, '');
 }
 
+/** Whether `p` can only name a directory (`dir/`, `a/.`, `..`, `.`), so no file can be written at it. */
+export function namesDirectory(p: string): boolean {
+  return /[/\\]$/.test(p) || /(^|[/\\])\.{0,2}$/.test(p);
+}
+
 /**
  * Resolves `p` (relative to the workspace) to an absolute path free of symlinks, refusing
  * absolute paths and any path that leaves the workspace through `..` or a symlink.
@@ -34,7 +39,7 @@ export async function resolveInWorkspace(workspace: string, p: string): Promise<
   }
   const root = path.resolve(workspace);
   const lexical = path.resolve(root, p);
-  if (!isInside(root, lexical)) throw escapes(p, 'through ".."');
+  if (!isInsideWorkspace(root, lexical)) throw escapes(p, 'through ".."');
 
   let realRoot: string;
   try {
@@ -43,7 +48,7 @@ export async function resolveInWorkspace(workspace: string, p: string): Promise<
     throw new ToolError('handler_error', `the session workspace ${root} does not exist`);
   }
   const resolved = await resolveExisting(lexical, 0, p);
-  if (!isInside(realRoot, resolved)) throw escapes(p, 'through a symlink');
+  if (!isInsideWorkspace(realRoot, resolved)) throw escapes(p, 'through a symlink');
   return resolved;
 }
 
@@ -75,7 +80,8 @@ async function resolveExisting(abs: string, hops: number, original: string): Pro
   return path.join(await resolveExisting(parent, hops, original), path.basename(abs));
 }
 
-function isInside(root: string, candidate: string): boolean {
+/** Whether an absolute, symlink-free path is `root` or below it. @internal */
+export function isInsideWorkspace(root: string, candidate: string): boolean {
   const rel = path.relative(root, candidate);
   return rel === '' || (!rel.startsWith(`..${path.sep}`) && rel !== '..' && !path.isAbsolute(rel));
 }

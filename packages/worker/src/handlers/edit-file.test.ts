@@ -1,4 +1,4 @@
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeContext, makeWorkspace } from '../test-support.js';
@@ -92,6 +92,34 @@ describe('edit_file', () => {
       message: expect.stringMatching(/escapes the session workspace/),
     });
     await expect(readFile(path.join(ws.dir, 'victim.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses a new file under a symlinked directory pointing out, creating nothing there', async () => {
+    await mkdir(path.join(ws.dir, 'outside'));
+    await symlink(path.join(ws.dir, 'outside'), path.join(root, 'out'));
+    await expect(editFile({ path: 'out/new/f.txt', content: 'pwned' }, ctx())).rejects.toMatchObject({
+      code: 'handler_error',
+      message: expect.stringMatching(/escapes the session workspace \(through a symlink\)/),
+    });
+    await expect(readdir(path.join(ws.dir, 'outside'))).resolves.toEqual([]);
+  });
+
+  it('refuses a replace in a file reached through a symlink pointing out, leaving it unchanged', async () => {
+    await writeFile(path.join(ws.dir, 'victim.txt'), 'keep me');
+    await symlink('../victim.txt', path.join(root, 'link.txt'));
+    await expect(editFile({ path: 'link.txt', old: 'keep', new: 'lost' }, ctx())).rejects.toMatchObject({
+      code: 'handler_error',
+      message: expect.stringMatching(/through a symlink/),
+    });
+    await expect(readFile(path.join(ws.dir, 'victim.txt'), 'utf8')).resolves.toBe('keep me');
+  });
+
+  it('refuses an absolute path, saying it is absolute', async () => {
+    await expect(editFile({ path: path.join(ws.dir, 'abs.txt'), content: 'x' }, ctx())).rejects.toMatchObject({
+      code: 'handler_error',
+      message: expect.stringMatching(/is absolute/),
+    });
+    await expect(readFile(path.join(ws.dir, 'abs.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('refuses "../x", naming the escape', async () => {

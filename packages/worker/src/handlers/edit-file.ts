@@ -4,7 +4,7 @@ import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
 import { optionalString, requireString } from '../args.js';
 import { errorCode } from '../node-error.js';
-import { resolveInWorkspace } from '../workspace.js';
+import { namesDirectory, resolveInWorkspace } from '../workspace.js';
 
 export interface EditFileOutput {
   path: string;
@@ -22,7 +22,7 @@ export async function editFile(args: Record<string, unknown>, ctx: HandlerContex
   const content = optionalString(args, 'content');
   const oldText = optionalString(args, 'old');
   const newText = optionalString(args, 'new');
-  if (/[/\\]$/.test(shownPath) || /(^|[/\\])\.{0,2}$/.test(shownPath)) {
+  if (namesDirectory(shownPath)) {
     throw new ToolError('handler_error', `path "${shownPath}" names a directory; give the path of a file`);
   }
   const target = await resolveInWorkspace(ctx.workspace, shownPath);

@@ -38,6 +38,37 @@ describe('find_files', () => {
     expect(out.paths).not.toContain('out/secret.ts');
   });
 
+  describe('when a symlink points out of the workspace', () => {
+    beforeEach(async () => {
+      // Another session's workspace beside this one, as under TD_WORKSPACE_ROOT.
+      await mkdir(path.join(ws.dir, 'other-session/src'), { recursive: true });
+      await writeFile(path.join(ws.dir, 'other-session/src/private.ts'), '');
+      await symlink('..', path.join(root, 'up'));
+      await symlink(path.join(ws.dir, 'other-session'), path.join(root, 'neighbour'));
+    });
+
+    it.each(['up/*/*', 'up/**/*', 'up/other-session/src/*', 'up/*', 'neighbour/src/*', 'neighbour/**', '{up,src}/*/*'])(
+      'lists nothing through it (%s)',
+      async (pattern) => {
+        const out = await findFiles({ pattern }, ctx());
+        expect(out.paths.filter((p) => p.startsWith('up/') || p.startsWith('neighbour/'))).toEqual([]);
+      },
+    );
+
+    it('still lists what matches inside the workspace beside it', async () => {
+      await expect(findFiles({ pattern: '{up,src}/*.ts' }, ctx())).resolves.toEqual({
+        paths: ['src/a.ts', 'src/b.ts'],
+      });
+    });
+  });
+
+  it('lists through a symlinked directory that stays inside the workspace when the pattern names it', async () => {
+    await symlink('src', path.join(root, 'alias'));
+    await expect(findFiles({ pattern: 'alias/*.ts' }, ctx())).resolves.toEqual({
+      paths: ['alias/a.ts', 'alias/b.ts'],
+    });
+  });
+
   it('refuses a pattern with "..", naming the escape', async () => {
     await expect(findFiles({ pattern: '../outside/*.ts' }, ctx())).rejects.toMatchObject({
       code: 'handler_error',

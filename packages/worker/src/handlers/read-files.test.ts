@@ -97,6 +97,22 @@ describe('read_files', () => {
         message: expect.stringMatching(/escapes the session workspace \(through a symlink\)/),
       });
     });
+
+    it('fails the call for a file under a symlinked directory pointing out', async () => {
+      await symlink(ws.dir, path.join(ws.dir, 'w/up'));
+      await expect(readFiles({ paths: ['up/outside.txt'] }, ctx())).rejects.toMatchObject({
+        code: 'handler_error',
+        message: expect.stringMatching(/"up\/outside\.txt" escapes the session workspace \(through a symlink\)/),
+      });
+    });
+
+    it('fails the call for a relative symlink that climbs out', async () => {
+      await symlink('../../outside.txt', path.join(ws.dir, 'w/src/link.txt'));
+      await expect(readFiles({ paths: ['src/link.txt'] }, ctx())).rejects.toMatchObject({
+        code: 'handler_error',
+        message: expect.stringMatching(/through a symlink/),
+      });
+    });
   });
 
   it('rejects paths that are not an array of strings', async () => {
