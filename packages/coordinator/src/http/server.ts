@@ -55,11 +55,9 @@ function reportToStderr(error: unknown): void {
   );
 }
 
-/** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
-export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
-  const onInternalError = options.onInternalError ?? reportToStderr;
-  const timeouts = resolveHttpTimeouts(options.timeouts);
-  const app = Fastify({
+/** fastify with the API's limits: body and header size, request timeouts, errors in the contract's shape at every layer. */
+function createFastify(options: BuildServerOptions, timeouts: ReturnType<typeof resolveHttpTimeouts>): FastifyInstance {
+  return Fastify({
     logger: options.logger ?? false,
     bodyLimit: MAX_BODY_BYTES,
     http: {
@@ -82,9 +80,17 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
       sendError(reply, toHttpError(error).error);
     },
   });
+}
 
-  installRawServerAnswers(app.server);
-  const allowedMethods = trackRouteMethods(app);
+/**
+ * Every error answered as `{"error": {"code", "message"}}` (API.md): a missing Host, the body
+ * parser's and the routes' errors, unknown paths (404) and methods a path does not have (405).
+ */
+function installErrorAnswers(
+  app: FastifyInstance,
+  allowedMethods: ReturnType<typeof trackRouteMethods>,
+  onInternalError: (error: unknown) => void,
+): void {
   app.addHook('onRequest', async function requireHost(request, reply) {
     const { httpVersionMajor, httpVersionMinor } = request.raw;
     if (httpVersionMajor === 1 && httpVersionMinor === 1 && request.headers.host === undefined) {
@@ -112,6 +118,16 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
       new HttpError(405, 'method_not_allowed', `no route for ${shown}; this path answers ${allowed.join(', ')}`),
     );
   });
+}
+
+/** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
+export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
+  const onInternalError = options.onInternalError ?? reportToStderr;
+  const timeouts = resolveHttpTimeouts(options.timeouts);
+  const app = createFastify(options, timeouts);
+  installRawServerAnswers(app.server);
+  const allowedMethods = trackRouteMethods(app);
+  installErrorAnswers(app, allowedMethods, onInternalError);
 
   if (options.apiToken) {
     const isAuthorized = createBearerCheck(options.apiToken);

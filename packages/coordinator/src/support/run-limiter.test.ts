@@ -9,7 +9,12 @@ describe('Semaphore', () => {
     const s = new Semaphore(2);
     const order: number[] = [];
     const releases = await Promise.all([s.acquire(), s.acquire()]);
-    const waiting = [3, 4, 5].map((n) => s.acquire().then((release) => (order.push(n), release)));
+    const waiting = [3, 4, 5].map((n) =>
+      s.acquire().then((release) => {
+        order.push(n);
+        return release;
+      }),
+    );
     await tick();
     expect(order).toEqual([]);
     expect(s.load).toBe(5);
