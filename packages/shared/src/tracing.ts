@@ -1,3 +1,4 @@
+// The `@tool-dispatch/shared/tracing` door (see package.json exports): OpenTelemetry set-up, span names, attributes.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
