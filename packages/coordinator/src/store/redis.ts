@@ -1,4 +1,4 @@
-import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared/redis';
 import type {
   CachedResult,
   DedupeEntry,
