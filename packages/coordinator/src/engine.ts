@@ -1,6 +1,13 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
+import {
+  assertNever,
+  type DispatchConfig,
+  type Executor,
+  isValidId,
+  newId,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
 import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
@@ -194,6 +201,8 @@ export class Engine implements Dispatcher {
           'confirmation_ambiguous',
           `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
         );
+      default:
+        return assertNever(out, 'confirmation answer');
     }
   }
 

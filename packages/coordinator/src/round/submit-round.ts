@@ -1,4 +1,4 @@
-import { hashCanonical, newId } from '@tool-dispatch/shared';
+import { assertNever, hashCanonical, newId } from '@tool-dispatch/shared';
 import type { RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
@@ -59,6 +59,8 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
       return startRound(r, ref, begin.session, { rawCalls: input.calls, read });
     }
+    default:
+      return assertNever(begin, 'beginRound outcome');
   }
 }
 
