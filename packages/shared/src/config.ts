@@ -5,6 +5,8 @@ export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
 export const RESULT_CACHE_TTL_MS = 30 * 60_000;
 export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
+/** Serial-queue jobs one worker runs at once, each of a different run (API.md v1.1; the coordinator keeps a run to one). */
+export const DEFAULT_WORKER_SERIAL_CONCURRENCY = 8;
 
 /** Largest HTTP request body; more is 413. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -32,6 +34,7 @@ export interface DispatchConfig {
   confirmTimeoutMs: number;
   maxConcurrentTools: number;
   workerConcurrency: number;
+  workerSerialConcurrency: number;
 }
 
 export type DispatchConfigOptions = Partial<DispatchConfig>;
@@ -73,5 +76,8 @@ export function resolveConfig(
     workerConcurrency:
       options.workerConcurrency ??
       positiveInt(env.TD_WORKER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY, 'TD_WORKER_CONCURRENCY'),
+    workerSerialConcurrency:
+      options.workerSerialConcurrency ??
+      positiveInt(env.TD_WORKER_SERIAL_CONCURRENCY, DEFAULT_WORKER_SERIAL_CONCURRENCY, 'TD_WORKER_SERIAL_CONCURRENCY'),
   };
 }
