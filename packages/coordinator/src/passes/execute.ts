@@ -53,7 +53,8 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
   if (input.signal.aborted) return cancelled(call);
   let release: (() => void) | undefined;
   try {
-    release = await input.limiter.acquire(input.runKey, input.signal);
+    const place = call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial';
+    release = await input.limiter.acquire(input.runKey, input.signal, place);
   } catch {
     return cancelled(call);
   }

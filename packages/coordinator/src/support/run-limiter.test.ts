@@ -79,3 +79,60 @@ describe('RunLimiter', () => {
     expect((limiter as unknown as { runs: Map<string, unknown> }).runs.size).toBe(0);
   });
 });
+
+describe('RunLimiter serial lane', () => {
+  it('grants one serial place of a run at a time, in order, and forgets the run once idle', async () => {
+    const limiter = new RunLimiter(5);
+    const order: string[] = [];
+    const first = await limiter.acquire('a', undefined, 'serial');
+    const waiting = ['second', 'third'].map((name) =>
+      limiter.acquire('a', undefined, 'serial').then((release) => {
+        order.push(name);
+        return release;
+      }),
+    );
+    const concurrent = await limiter.acquire('a');
+    const otherRun = await limiter.acquire('b', undefined, 'serial');
+    await tick();
+    expect(order).toEqual([]);
+    first();
+    (await waiting[0])?.();
+    (await waiting[1])?.();
+    expect(order).toEqual(['second', 'third']);
+    concurrent();
+    otherRun();
+    expect((limiter as unknown as { runs: Map<string, unknown> }).runs.size).toBe(0);
+  });
+
+  it('holds none of the run’s places while a serial call waits for the lane', async () => {
+    const limiter = new RunLimiter(2);
+    const serial = await limiter.acquire('a', undefined, 'serial');
+    let nextGranted = false;
+    const next = limiter.acquire('a', undefined, 'serial').then((release) => {
+      nextGranted = true;
+      return release;
+    });
+    await tick();
+    // The run's second place is free for a concurrent call while the second serial call waits.
+    const concurrent = await limiter.acquire('a');
+    expect(nextGranted).toBe(false);
+    concurrent();
+    serial();
+    (await next)();
+    expect((limiter as unknown as { runs: Map<string, unknown> }).runs.size).toBe(0);
+  });
+
+  it('gives back the lane of a serial call whose run was cancelled while it waited for a place', async () => {
+    const limiter = new RunLimiter(1);
+    const run = new AbortController();
+    const busy = await limiter.acquire('a');
+    const serial = limiter.acquire('a', run.signal, 'serial');
+    await tick();
+    run.abort(new Error('run cancelled'));
+    await expect(serial).rejects.toThrow('run cancelled');
+    busy();
+    const again = await limiter.acquire('a', undefined, 'serial');
+    again();
+    expect((limiter as unknown as { runs: Map<string, unknown> }).runs.size).toBe(0);
+  });
+});

@@ -84,22 +84,39 @@ export class Semaphore {
   }
 }
 
-/** One semaphore per run (MAX_CONCURRENT_TOOLS in flight per run), dropped when idle. */
+/** What a call of a run asks for: a place of the run's limit, and for a serial call its serial lane too. */
+export type RunPlace = 'concurrent' | 'serial';
+
+interface RunSlots {
+  /** MAX_CONCURRENT_TOOLS places, for every call of the run. */
+  calls: Semaphore;
+  /** One place: a run never has two serial calls in flight, even of rounds submitted together (API.md). */
+  serial: Semaphore;
+}
+
+/**
+ * Per run: at most `limit` calls in flight (MAX_CONCURRENT_TOOLS) and one serial call at a time,
+ * each granted in order; a run's places are dropped once it is idle.
+ */
 export class RunLimiter {
-  private readonly runs = new Map<string, Semaphore>();
+  private readonly runs = new Map<string, RunSlots>();
 
   constructor(private readonly limit: number) {}
 
-  async acquire(runKey: string, signal?: AbortSignal): Promise<() => void> {
-    const s = getOrCreate(this.runs, runKey, () => new Semaphore(this.limit));
+  async acquire(runKey: string, signal?: AbortSignal, place: RunPlace = 'concurrent'): Promise<() => void> {
+    const run = getOrCreate(this.runs, runKey, () => ({ calls: new Semaphore(this.limit), serial: new Semaphore(1) }));
+    const held: (() => void)[] = [];
+    const release = () => {
+      for (const r of held.splice(0).reverse()) r();
+      if (run.calls.load === 0 && run.serial.load === 0 && this.runs.get(runKey) === run) this.runs.delete(runKey);
+    };
     try {
-      const release = await s.acquire(signal);
-      return () => {
-        release();
-        if (s.load === 0 && this.runs.get(runKey) === s) this.runs.delete(runKey);
-      };
+      // The serial lane first: a serial call waiting for another's end holds none of the run's places.
+      if (place === 'serial') held.push(await run.serial.acquire(signal));
+      held.push(await run.calls.acquire(signal));
+      return release;
     } catch (e) {
-      if (s.load === 0 && this.runs.get(runKey) === s) this.runs.delete(runKey);
+      release();
       throw e;
     }
   }
