@@ -30,13 +30,14 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function worker(prefix: string, id: string, concurrency = 4): Promise<RunningWorker> {
+async function worker(prefix: string, id: string, concurrency = 4, serialConcurrency?: number): Promise<RunningWorker> {
   const w = await startWorker({
     redisUrl: server.url,
     prefix,
     registry: testRegistry(),
     config: { httpAllow: [], searchUrl: undefined },
     concurrency,
+    ...(serialConcurrency === undefined ? {} : { serialConcurrency }),
     id,
   });
   closers.push(() => w.close());
@@ -120,9 +121,9 @@ describe('QueueExecutor with two workers', () => {
     await waitFor(async () => (await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS);
   });
 
-  it('runs serial calls one at a time on each worker', async () => {
+  it('runs serial calls one at a time on a worker whose serial concurrency is 1', async () => {
     const prefix = randomPrefix();
-    await worker(prefix, 'w-a', 8);
+    await worker(prefix, 'w-a', 8, 1);
     const exec = await executor(prefix);
     const file = path.join(dir, `${prefix}-serial.log`);
     const jobs = [1, 2, 3].map((n) => job('test_side_effect', { ms: 150, file, tag: `t${n}` }, { queue: 'serial' }));
@@ -131,6 +132,42 @@ describe('QueueExecutor with two workers', () => {
     // Each start follows the previous end: never two at once.
     const events = (await lines(file)).map((l) => l.split(' ')[0]);
     expect(events).toEqual(['start', 'end', 'start', 'end', 'start', 'end']);
+  });
+
+  it('runs serial calls of different runs side by side on one worker, up to its serial concurrency', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a', 4, 3);
+    const exec = await executor(prefix);
+    const file = path.join(dir, `${prefix}-serial-side.log`);
+    const jobs = [1, 2, 3, 4, 5].map((n) =>
+      job('test_side_effect', { ms: 400, file, tag: `t${n}` }, { queue: 'serial', run: `run-${n}` }),
+    );
+    const outcomes = await Promise.all(jobs.map((j) => exec.execute(j, never())));
+    expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+    let now = 0;
+    let most = 0;
+    for (const event of (await lines(file)).map((l) => l.split(' ')[0])) {
+      now += event === 'start' ? 1 : -1;
+      most = Math.max(most, now);
+    }
+    expect(most).toBe(3);
+  });
+
+  it('defaults to 8 serial calls at once, and announces it', async () => {
+    const prefix = randomPrefix();
+    await worker(prefix, 'w-a');
+    const exec = await executor(prefix);
+    const [announced] = await exec.liveWorkers();
+    expect(announced).toMatchObject({ id: 'w-a', concurrency: 4, serialConcurrency: 8 });
+    const file = path.join(dir, `${prefix}-serial-default.log`);
+    const jobs = Array.from({ length: 8 }, (_, n) =>
+      job('test_side_effect', { ms: 600, file, tag: `t${n}` }, { queue: 'serial', run: `run-${n}` }),
+    );
+    const outcomes = await Promise.all(jobs.map((j) => exec.execute(j, never())));
+    expect(outcomes.every((o) => o.status === 'ok')).toBe(true);
+    const events = (await lines(file)).map((l) => l.split(' ')[0]);
+    // All eight started before the first ended.
+    expect(events.slice(0, 8)).toEqual(Array(8).fill('start'));
   });
 
   it('reports a handler that throws as handler_error', async () => {
@@ -195,9 +232,48 @@ describe('QueueExecutor with two workers', () => {
       await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted')));
     });
 
-    it('removes a call still waiting in the queue, so it never runs', async () => {
+    it('aborts only the cancelled one of serial calls running side by side on a worker', async () => {
       const prefix = randomPrefix();
       await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-cancel-side.log`);
+      const ac = new AbortController();
+      const run = (tag: string, signal: AbortSignal) =>
+        exec.execute(job('test_side_effect', { ms: 1_000, file, tag }, { queue: 'serial', run: `run-${tag}` }), signal);
+      const [kept, cancelled, alsoKept] = [run('kept', never()), run('cancelled', ac.signal), run('also', never())];
+      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3);
+      ac.abort();
+      expect(await cancelled).toMatchObject({ status: 'error', code: 'cancelled' });
+      expect(await kept).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+      expect(await alsoKept).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+      const ended = (await lines(file)).filter((l) => !l.startsWith('start')).map((l) => l.split(' ').slice(0, 3));
+      expect(ended.map(([event, , tag]) => `${event} ${tag}`).sort()).toEqual([
+        'aborted cancelled',
+        'end also',
+        'end kept',
+      ]);
+    });
+
+    it('lets every serial call running on a closing worker finish and report', async () => {
+      const prefix = randomPrefix();
+      const w = await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}-drain-side.log`);
+      const runs = [1, 2, 3].map((n) =>
+        exec.execute(
+          job('test_side_effect', { ms: 600, file, tag: `t${n}` }, { queue: 'serial', run: `run-${n}` }),
+          never(),
+        ),
+      );
+      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3);
+      await w.close();
+      for (const outcome of await Promise.all(runs)) expect(outcome).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+    });
+
+    it('removes a call still waiting in the queue, so it never runs', async () => {
+      const prefix = randomPrefix();
+      // Serial concurrency 1: the second call waits in the queue behind the first.
+      await worker(prefix, 'w-a', 4, 1);
       const exec = await executor(prefix);
       const file = path.join(dir, `${prefix}-waiting.log`);
       const busy = exec.execute(job('test_side_effect', { ms: 800, file, tag: 'first' }, { queue: 'serial' }), never());
@@ -356,7 +432,7 @@ describe('QueueExecutor with two workers', () => {
 
     it('does not run a call the original coordinator cancelled before it started', async () => {
       const prefix = randomPrefix();
-      await worker(prefix, 'w-a');
+      await worker(prefix, 'w-a', 4, 1);
       const first = await executor(prefix, { coordinatorId: 'c-one' });
       const second = await executor(prefix, { coordinatorId: 'c-two' });
       const file = path.join(dir, `${prefix}-origin-cancel.log`);

@@ -85,6 +85,8 @@ describe('when Redis restarts (empty: no persistence)', () => {
       registry: testRegistry(),
       config: { httpAllow: [], searchUrl: undefined },
       concurrency: 4,
+      // One serial call at a time: the second waits in the queue while Redis goes away.
+      serialConcurrency: 1,
       id: 'w-a',
     });
     const exec = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200, overdueGraceMs: 300 });

@@ -160,6 +160,52 @@ describe('when a worker process dies mid-call', () => {
   );
 
   it(
+    'ends every serial call a killed worker ran side by side worker_lost, and runs none of them again',
+    async () => {
+      const prefix = randomPrefix();
+      const [only] = await Promise.all([spawnWorker(prefix, 'w-only')]);
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}.log`);
+      const outcomes = [1, 2, 3].map((n) =>
+        exec.execute(
+          { ...job('test_side_effect', { ms: 1_500, file, tag: `w${n}` }, 'serial'), run: `r${n}` },
+          never(),
+        ),
+      );
+      // One worker with the default serial concurrency runs all three at once.
+      await waitForStart(file, 3);
+      only?.child.kill('SIGKILL');
+      // A second worker finds the three stalled jobs and fails them without running them again.
+      await spawnWorker(prefix, 'w-rescuer');
+      for (const result of await Promise.all(outcomes)) {
+        expect(result).toMatchObject({ status: 'error', code: 'worker_lost' });
+        expect(result.status === 'error' && result.message).toMatch(/outcome is unknown.*not re-run/);
+      }
+      await new Promise((r) => setTimeout(r, 2 * (LOCK_MS + STALLED_MS)));
+      expect(await starts(file)).toEqual([only?.child.pid, only?.child.pid, only?.child.pid]);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'lets a worker stopped with SIGTERM finish every serial call it runs before it exits',
+    async () => {
+      const prefix = randomPrefix();
+      const [only] = await Promise.all([spawnWorker(prefix, 'w-only')]);
+      const exec = await executor(prefix);
+      const file = path.join(dir, `${prefix}.log`);
+      const outcomes = [1, 2, 3].map((n) =>
+        exec.execute({ ...job('test_side_effect', { ms: 800, file, tag: `w${n}` }, 'serial'), run: `r${n}` }, never()),
+      );
+      await waitForStart(file, 3);
+      only?.child.kill('SIGTERM');
+      for (const result of await Promise.all(outcomes)) expect(result).toMatchObject({ status: 'ok', ranOn: 'w-only' });
+      expect(await only?.exited).toBe(0);
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
     'lets a worker stopped with SIGTERM finish its call before it exits',
     async () => {
       const prefix = randomPrefix();

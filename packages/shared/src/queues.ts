@@ -77,7 +77,10 @@ export interface CancelMessage {
 export interface WorkerAnnouncement {
   id: string;
   handlers: string[];
+  /** Concurrent-queue calls it runs at once (TD_WORKER_CONCURRENCY). */
   concurrency: number;
+  /** Serial-queue jobs it runs at once (TD_WORKER_SERIAL_CONCURRENCY, v1.1); absent from workers before v1.1 (1). */
+  serialConcurrency?: number;
   pid: number;
   host: string;
   startedAt: number;

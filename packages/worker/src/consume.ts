@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ExecJob, ExecOutcome, HandlerConfig, QueueClass } from '@tool-dispatch/shared';
-import { failedOutcome } from '@tool-dispatch/shared';
+import { DEFAULT_WORKER_SERIAL_CONCURRENCY, failedOutcome } from '@tool-dispatch/shared';
 import {
   type CancelMessage,
   coalesceWrites,
@@ -49,6 +49,7 @@ import {
 } from './lua/startCalls-2n.lua.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { HandlerRegistry } from './registry.js';
+import { RunningCalls } from './running-calls.js';
 import { Slots } from './slots.js';
 
 export interface StartWorkerOptions {
@@ -59,9 +60,14 @@ export interface StartWorkerOptions {
   config: HandlerConfig;
   /**
    * Concurrent-queue calls running at once (TD_WORKER_CONCURRENCY), and jobs taken at once (a job
-   * carries one call or a batch of one round's calls); the serial queue is always 1.
+   * carries one call or a batch of one round's calls).
    */
   concurrency: number;
+  /**
+   * Serial-queue jobs running at once (TD_WORKER_SERIAL_CONCURRENCY, default 8), each one call.
+   * They are of different runs: the coordinator never has two serial calls of a run in flight.
+   */
+  serialConcurrency?: number;
   /** Defaults to `w-<host>-<pid>-<random>`; no colons. */
   id?: string;
   metrics?: WorkerMetrics;
@@ -87,9 +93,10 @@ const RESULTS_STREAM_MAXLEN = 100_000;
 
 /**
  * Starts a worker process's consumers: the concurrent queue (`concurrency` calls at once) and the
- * serial queue (one at a time). Each job's calls are run through `runJob` and each outcome is
- * reported to the owning coordinator's results stream as soon as it is known. Resolves once
- * both consumers and the cancel subscription are ready and the worker has announced itself.
+ * serial queue (`serialConcurrency` calls at once, of different runs). Each job's calls are run
+ * through `runJob` and each outcome is reported to the owning coordinator's results stream as soon
+ * as it is known. Resolves once both consumers and the cancel subscription are ready and the
+ * worker has announced itself.
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const resolved = resolveStartWorkerOptions(options);
@@ -104,9 +111,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   subscriber.on('error', onError);
   const reporter = new Reporter(redis, keys);
   const startedAt = Date.now();
-  const slots: Record<QueueClass, Slots> = { concurrent: new Slots(resolved.concurrency), serial: new Slots(1) };
-  /** Calls running here, by call id (jobIdFor), so a cancel message reaches the one it names. */
-  const running = new Map<string, AbortController>();
+  const limits: Record<QueueClass, number> = {
+    concurrent: resolved.concurrency,
+    serial: resolved.serialConcurrency,
+  };
+  const slots: Record<QueueClass, Slots> = {
+    concurrent: new Slots(limits.concurrent),
+    serial: new Slots(limits.serial),
+  };
+  const running = new RunningCalls();
 
   const consumers = new Map<QueueClass, Worker>();
   for (const queue of QUEUE_CLASSES) {
@@ -124,7 +137,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       connection: redis,
       prefix,
       name: id,
-      concurrency: queue === 'serial' ? 1 : resolved.concurrency,
+      // A serial job is one call, so for the serial queue jobs and slots are the same number.
+      concurrency: limits[queue],
       lockDuration: resolved.lockDurationMs,
       stalledInterval: resolved.stalledIntervalMs,
       // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
@@ -157,7 +171,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       stop: new AbortController(),
     }));
     // Listening before the start check: a cancel published after it is heard, one before it left its mark.
-    for (const c of calls) running.set(c.callId, c.stop);
+    for (const c of calls) running.add(c.callId, c.stop);
     // BullMQ's own stop (the job's) stops every call of it.
     const stopAll = () => {
       for (const c of calls) c.stop.abort(signal.reason);
@@ -196,7 +210,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       return outcomes;
     } finally {
       signal.removeEventListener('abort', stopAll);
-      for (const c of calls) if (running.get(c.callId) === c.stop) running.delete(c.callId);
+      for (const c of calls) running.remove(c.callId, c.stop);
     }
   }
 
@@ -218,7 +232,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     if (channel !== keys.cancelChannel()) return;
     const cancel = tryParseJson(message) as CancelMessage | undefined;
     if (!cancel || typeof cancel.jobId !== 'string') return;
-    running.get(cancel.jobId)?.abort(new Error('cancelled by the coordinator'));
+    running.abort(cancel.jobId, new Error('cancelled by the coordinator'));
   });
   await subscriber.subscribe(keys.cancelChannel());
   await Promise.all([...consumers.values()].map((c) => c.waitUntilReady()));
@@ -229,6 +243,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       id,
       handlers: registry.names(),
       concurrency: resolved.concurrency,
+      serialConcurrency: resolved.serialConcurrency,
       pid: process.pid,
       host: hostname(),
       startedAt,
@@ -291,13 +306,16 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     id:
       options.id ?? `w-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     metrics: options.metrics,
+    serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,
     heartbeatMs: options.heartbeatMs ?? WORKER_HEARTBEAT_MS,
     onError: options.onError ?? (() => {}),
   };
-  if (!Number.isInteger(resolved.concurrency) || resolved.concurrency < 1) {
-    throw new Error(`worker concurrency must be a positive integer, got ${resolved.concurrency}`);
+  for (const k of ['concurrency', 'serialConcurrency'] as const) {
+    if (!Number.isInteger(resolved[k]) || resolved[k] < 1) {
+      throw new Error(`worker ${k} must be a positive integer, got ${resolved[k]}`);
+    }
   }
   if (resolved.id.includes(':')) throw new Error(`worker id ${resolved.id} must not contain ':'`);
   for (const k of ['lockDurationMs', 'stalledIntervalMs', 'heartbeatMs'] as const) {

@@ -30,6 +30,7 @@ Environment (API.md):
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
+  TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:

@@ -147,6 +147,7 @@ export async function distributedCoordinator(options: {
         registry: createBuiltinRegistry(),
         config: handlerConfigOf(config),
         concurrency: config.workerConcurrency,
+        serialConcurrency: config.workerSerialConcurrency,
         onError: onceInARow(log, 'worker'),
       }),
     );
@@ -173,6 +174,7 @@ export async function runWorkerProcess(options: {
     registry: createBuiltinRegistry(),
     config: handlerConfigOf(config),
     concurrency: config.workerConcurrency,
+    serialConcurrency: config.workerSerialConcurrency,
     metrics,
     onError: onceInARow(log, 'worker'),
   });
@@ -189,7 +191,7 @@ export async function runWorkerProcess(options: {
         })
       : undefined;
   log(
-    `worker ${worker.id} consuming ${config.prefix} queues on ${redactUrl(redisUrl)} (concurrency ${config.workerConcurrency}, serial 1)${server ? `; metrics on :${server.port}` : ''}`,
+    `worker ${worker.id} consuming ${config.prefix} queues on ${redactUrl(redisUrl)} (concurrency ${config.workerConcurrency}, serial ${config.workerSerialConcurrency})${server ? `; metrics on :${server.port}` : ''}`,
   );
   return {
     stop: async () => {
