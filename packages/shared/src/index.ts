@@ -2,6 +2,7 @@ export {
   ALWAYS_SERIAL,
   CACHEABLE_TOOLS,
   CONCURRENT_BUILTINS,
+  INTERACTIVE_DEFINITIONS,
   SHIPPED_DEFINITIONS,
   UNSHIPPED_DEFINITIONS,
   USER_TOOL_PREFIXES,
@@ -10,6 +11,7 @@ export { callKey, canonicalJson, hashCanonical } from './canonical.js';
 export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
+  DEFAULT_INPUT_TIMEOUT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
   DEFAULT_WORKER_CONCURRENCY,
   EVENT_REPLAY_MS,

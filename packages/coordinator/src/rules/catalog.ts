@@ -3,6 +3,7 @@ import {
   CACHEABLE_TOOLS,
   CONCURRENT_BUILTINS,
   DEFAULT_TOOL_TIMEOUT_MS,
+  INTERACTIVE_DEFINITIONS,
   SHIPPED_DEFINITIONS,
   schemaProblem,
   type ToolDefinition,
@@ -73,7 +74,7 @@ export class Catalog {
   private readonly specs = new Map<string, ToolSpec>();
 
   constructor() {
-    for (const def of [...SHIPPED_DEFINITIONS, ...UNSHIPPED_DEFINITIONS])
+    for (const def of [...SHIPPED_DEFINITIONS, ...INTERACTIVE_DEFINITIONS, ...UNSHIPPED_DEFINITIONS])
       this.specs.set(def.name, resolveSpec(def, 'builtin'));
   }
 
