@@ -1,5 +1,6 @@
 import {
   DEFAULT_CONFIRM_TIMEOUT_MS,
+  DEFAULT_INPUT_TIMEOUT_MS,
   type DispatchConfig,
   initTracing,
   MAX_ARGS_BYTES,
@@ -28,6 +29,8 @@ Environment (API.md):
   TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
   TD_SEARCH_URL          SearxNG endpoint for search_web
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
+  TD_INPUT_TIMEOUT_MS    how long a parked call (ask_user, interactive or client tool) waits for
+                         its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)

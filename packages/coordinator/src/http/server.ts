@@ -8,6 +8,7 @@ import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
+import { registerInputRoutes } from './input-routes.js';
 import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
@@ -160,6 +161,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   await registerRoundRoutes(app, ctx);
   await registerEventRoutes(app, ctx);
   await registerConfirmationRoutes(app, ctx);
+  await registerInputRoutes(app, ctx);
   if (options.extraRoutes) await options.extraRoutes(app);
   return app;
 }

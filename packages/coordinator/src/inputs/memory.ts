@@ -6,7 +6,7 @@ const SETTLED_KEEP_MS = 60 * 60_000;
 
 /** Embedded-mode parked calls: entries and waiting promises in this process. */
 export class MemoryInputHub implements InputHub {
-  readonly shared = false;
+  readonly shared: boolean = false;
   private readonly parked = new Map<string, ParkedInput>();
   private readonly settled = new Map<string, { settlement: InputSettlement; at: number }>();
   private readonly waiters = new Map<string, Set<(w: InputWait) => void>>();

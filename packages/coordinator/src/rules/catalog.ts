@@ -50,6 +50,7 @@ export function definitionOf(spec: ToolSpec): ToolDefinition {
     parameters: spec.parameters,
     concurrency: spec.concurrency,
     confirm: spec.confirm,
+    ...(spec.interactive ? { interactive: true } : {}),
   };
 }
 
@@ -66,6 +67,8 @@ export function definitionProblem(def: unknown): string | undefined {
   if (d.concurrency !== undefined && d.concurrency !== 'concurrent' && d.concurrency !== 'serial')
     return `tool ${d.name}: concurrency must be "concurrent" or "serial"`;
   if (d.confirm !== undefined && typeof d.confirm !== 'boolean') return `tool ${d.name}: confirm must be a boolean`;
+  if (d.interactive !== undefined && typeof d.interactive !== 'boolean')
+    return `tool ${d.name}: interactive must be a boolean`;
   return undefined;
 }
 

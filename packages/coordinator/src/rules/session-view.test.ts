@@ -22,11 +22,11 @@ describe('deferred schemas and providers', () => {
   });
 
   describe('when the provider is claude-code', () => {
-    it('gives the model every runnable tool except run_tool', () => {
+    it('gives the model every runnable tool except run_tool, and ask_user, which a person answers', () => {
       const view = buildToolsView('claude-code', specs, runnable);
       const names = view.tools.map((t) => t.name);
       expect(names).not.toContain('run_tool');
-      expect(names.sort()).toEqual(['find_tools', ...runnable, 'ui_pick'].sort());
+      expect(names.sort()).toEqual(['ask_user', 'find_tools', ...runnable, 'ui_pick'].sort());
     });
 
     it('loads every tool but run_tool, with only find_tools and client tools fetched', () => {

@@ -23,7 +23,7 @@ const neutral = (s: ToolSpec): NeutralTool => ({ name: s.name, description: s.de
 
 /**
  * The tools array for the model's next request and the turn-context text naming deferred tools.
- * `runnable` limits both to tools that can run now (a handler is registered, or the client runs it).
+ * `runnable` limits both to tools that can run now (a handler is registered, or the client or a person answers it).
  */
 export function buildToolsView(
   provider: string,
@@ -31,7 +31,8 @@ export function buildToolsView(
   runnable: ReadonlySet<string>,
 ): ToolsView {
   const usable = [...specs.values()].filter(
-    (s) => s.kind === 'client' || s.name === 'find_tools' || s.name === 'run_tool' || runnable.has(s.name),
+    (s) =>
+      s.kind === 'client' || s.interactive || s.name === 'find_tools' || s.name === 'run_tool' || runnable.has(s.name),
   );
   if (provider === CLAUDE_CODE) {
     const tools = usable.filter((s) => s.name !== 'run_tool').map(neutral);
