@@ -13,7 +13,7 @@ import {
   injectContext,
   SpanKind,
   setSpanResult,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/tracing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver.js';
 

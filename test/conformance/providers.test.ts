@@ -14,6 +14,10 @@ const RUNNABLE = [
   'search_web',
   'calculate',
   'write_todo',
+  'download_file',
+  // Answered by the coordinator from the session's history (API.md v1.1).
+  'file_history',
+  'error_history',
 ];
 const DEFERRED = RUNNABLE.filter((n) => n !== 'find_tools');
 

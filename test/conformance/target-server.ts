@@ -44,6 +44,8 @@ export interface TargetServer {
   close(): Promise<void>;
 }
 
+/** The most `big` streams. */
+const MAX_BIG_BYTES = 128 * 1024 * 1024;
 const MAX_WAIT_MS = 30_000;
 
 /**
@@ -128,6 +130,23 @@ export async function startTargetServer(): Promise<TargetServer> {
             `<!doctype html><html><head><title>page ${id}</title><style>.x{color:red}</style></head><body><h1>Marker ${id}</h1><p>hello <b>from</b> the target</p><script>var hidden = 1;</script></body></html>`,
             { 'content-type': 'text/html; charset=utf-8' },
           );
+        case 'big': {
+          // `bytes` of "x", streamed in 1 MiB chunks (for download caps), with a text content type.
+          let left = Math.max(0, Math.min(MAX_BIG_BYTES, Number(u.searchParams.get('bytes')) || 0));
+          seen.end = Date.now();
+          res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+          const chunk = Buffer.alloc(1024 * 1024, 'x');
+          const pump = () => {
+            while (left > 0) {
+              const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
+              left -= part.length;
+              if (!res.write(part)) return void res.once('drain', pump);
+            }
+            res.end();
+          };
+          res.on('error', () => undefined);
+          return pump();
+        }
         case 'echo':
           return send(200, { id, method: req.method, headers: req.headers, body: seen.body });
         case 'searx':

@@ -1,18 +1,14 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { ExecJob } from '@tool-dispatch/shared';
+import { OUTCOME_AFTER_COMMIT_TTL_MS, OUTCOME_TTL_MS, redisKeys } from '@tool-dispatch/shared/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   QueueExecutor,
   type QueueExecutorOptions,
 } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
-import {
-  type ExecJob,
-  OUTCOME_AFTER_COMMIT_TTL_MS,
-  OUTCOME_TTL_MS,
-  redisKeys,
-} from '../../packages/shared/src/index.js';
 import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';

@@ -1,4 +1,4 @@
-import { initTracing, SPAN_ROUND, SpanKind, type TracingOptions } from '@tool-dispatch/shared';
+import { initTracing, SPAN_ROUND, SpanKind, type TracingOptions } from '@tool-dispatch/shared/tracing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, putSession, startHarness, tapEvents, uid } from './harness.js';
 

@@ -1,6 +1,6 @@
 // API.md "Operations": the queue dashboard (bull-board) at /admin/queues on a distributed
 // coordinator process, open without TD_API_TOKEN and behind the bearer token with it.
-import { QUEUE_NAMES } from '@tool-dispatch/shared';
+import { QUEUE_NAMES } from '@tool-dispatch/shared/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { request } from './processes.js';

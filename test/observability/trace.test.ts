@@ -2,7 +2,7 @@
 // Real `bin/tool-dispatch coordinator` and `worker` processes export OTLP/HTTP to a receiver
 // in this test; they are SIGTERMed before the spans are read, so the spans seen are the ones
 // each process flushed on its way out.
-import { QUEUE_NAMES } from '@tool-dispatch/shared';
+import { QUEUE_NAMES } from '@tool-dispatch/shared/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { startRedis, type TestRedis } from '../support/redis.js';

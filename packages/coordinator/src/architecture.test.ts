@@ -135,6 +135,18 @@ describe('the coordinator layers', () => {
     expect(files.flatMap(longFunctions)).toEqual([]);
   });
 
+  it('keeps Redis out of the rules, passes and rounds: only seams, support and app/ import the /redis door', () => {
+    const pure = new Set(['model.ts', 'request-error.ts', 'rules', 'passes', 'round', 'engine.ts', 'dispatcher.ts']);
+    const problems = files
+      .filter((f) => pure.has(top(f)))
+      .flatMap((f) =>
+        importsOf(f)
+          .packages.filter((p) => p === '@tool-dispatch/shared/redis' || p === 'ioredis' || p === 'bullmq')
+          .map((p) => `${f} imports ${p}`),
+      );
+    expect(problems).toEqual([]);
+  });
+
   describe('the checker itself', () => {
     it('finds an upward import', () => {
       expect(violation('rules/dedupe.ts', 'store/store.ts')).toMatch(/higher layer/);

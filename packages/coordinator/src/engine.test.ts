@@ -326,8 +326,8 @@ describe('pass 1: pre-flight', () => {
 
     it('answers unknown for a defined tool with no registered handler', async () => {
       const t = await setup({ fetchAll: false });
-      await t.round([rt('file_history', {})]); // schema first
-      const { results } = await t.round([rt('file_history', {})]);
+      await t.round([rt('chat_history', {})]); // schema first
+      const { results } = await t.round([rt('chat_history', {})]);
       expect(results[0]?.status).toBe('unknown');
     });
   });

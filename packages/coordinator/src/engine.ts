@@ -254,9 +254,10 @@ export class Engine implements Dispatcher {
     return this.rounds.runs.cancel(session, run);
   }
 
+  /** API.md's `{round, run, at, ...Result}` per entry (the paths kept for file_history stay inside). */
   async history(session: string, tool?: string): Promise<HistoryEntry[]> {
     await this.requireSession(session);
-    return this.store.history(session, tool);
+    return (await this.store.history(session, tool)).map(({ paths: _paths, ...entry }) => entry);
   }
 
   async catalog(): Promise<CatalogView[]> {

@@ -87,17 +87,19 @@ export interface HistoryEntry extends CallResult {
   run: string;
   /** Commit time, ISO 8601. */
   at: string;
+  /** The normalised workspace paths the call named (read_files, edit_file, download_file), for file_history. */
+  paths?: string[];
 }
 
 /** The `tool.result` event of a committed call: its result, with the round and run. */
 export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
-  const { round, run, at: _at, ...result } = entry;
+  const { round, run, at: _at, paths: _paths, ...result } = entry;
   return { round, run, ...result };
 }
 
 /** A committed call's result, as the round's answer holds it. */
 export function resultOf(entry: HistoryEntry): CallResult {
-  const { round: _round, run: _run, at: _at, ...result } = entry;
+  const { round: _round, run: _run, at: _at, paths: _paths, ...result } = entry;
   return result;
 }
 
@@ -108,7 +110,7 @@ export interface DedupeEntry {
   callId: string;
   round: string;
   output: unknown;
-  /** Normalised workspace paths the call read (read_files), for invalidation by edit_file. */
+  /** Normalised workspace paths the call read (read_files, file_history), for invalidation by edits, downloads and commands. */
   paths?: string[];
 }
 

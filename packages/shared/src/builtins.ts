@@ -184,11 +184,40 @@ export const SHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
   },
 ];
 
+const limit = {
+  type: 'integer',
+  minimum: 1,
+  maximum: 100,
+  description: 'How many entries at most, newest first (default 20).',
+};
+
+/**
+ * Built-ins the coordinator answers itself from what pass 3 recorded of the session (no worker
+ * handler): its results, newest first. `find_tools` (answered from the catalog) is in SHIPPED_DEFINITIONS.
+ */
+export const COORDINATOR_DEFINITIONS: readonly ToolDefinition[] = [
+  {
+    name: 'file_history',
+    description:
+      'List what this session did to a workspace file, newest first: the recorded results of read_files, ' +
+      'edit_file, find_files and download_file calls that named or found the path, and every run_command ' +
+      '(flagged mayHaveTouched, since a command may touch any file). Returns {entries: [{round, run, at, id, name, status, ...}]}.',
+    parameters: obj({ path: { type: 'string', minLength: 1, maxLength: 4096 }, limit }, ['path']),
+    concurrency: 'concurrent',
+  },
+  {
+    name: 'error_history',
+    description:
+      'List the calls of this session that did not succeed (every status but ok, deduped and cached), newest first, ' +
+      'optionally of one tool. Returns {entries: [{round, run, at, id, name, status, error}]}.',
+    parameters: obj({ tool: { type: 'string', minLength: 1, maxLength: 128 }, limit }),
+    concurrency: 'concurrent',
+  },
+];
+
 /** Built-ins DESIGN.md names whose handlers are not shipped: in the catalog, `unknown` until one registers. */
 export const UNSHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
-  ['file_history', 'Show the change history of a workspace file.'],
   ['chat_history', 'Search earlier messages of this conversation.'],
-  ['error_history', 'List recent tool errors of this session.'],
   ['test_tool', 'A tool for testing the dispatcher.'],
   ['subagents', 'Run sub-agents on sub-tasks.'],
   ['list_chatbot', 'List the chatbots that can be messaged.'],

@@ -1,3 +1,4 @@
+// The `@tool-dispatch/shared/tracing` door (see package.json exports): OpenTelemetry set-up, span names, attributes.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
@@ -177,7 +178,10 @@ function resolveUrl(env: NodeJS.ProcessEnv): string | undefined {
   return url;
 }
 
-/** Reads the standard OTEL_* variables; `defaultServiceName` is used when neither OTEL_SERVICE_NAME nor a resource attribute names the service. */
+/**
+ * Reads the standard OTEL_* variables; `defaultServiceName` is used when neither OTEL_SERVICE_NAME
+ * nor a resource attribute names the service. `initTracing` is the API; exported for its test. @internal
+ */
 export function resolveTracingConfig(defaultServiceName: string, env: NodeJS.ProcessEnv = process.env): TracingConfig {
   const resourceAttributes = parseResourceAttributes(env.OTEL_RESOURCE_ATTRIBUTES);
   const serviceName = env.OTEL_SERVICE_NAME?.trim() || resourceAttributes[ATTR_SERVICE_NAME] || defaultServiceName;

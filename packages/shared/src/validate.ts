@@ -42,7 +42,7 @@ export function schemaProblem(schema: unknown): string | undefined {
 }
 
 /** ajv errors in words a model can act on: where, what is wrong, and what was expected. */
-export function describeErrors(errors: readonly ErrorObject[]): string[] {
+function describeErrors(errors: readonly ErrorObject[]): string[] {
   const out = new Set<string>();
   for (const e of errors) {
     const at = e.instancePath ? `args${e.instancePath.replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.')}` : 'args';

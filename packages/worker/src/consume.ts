@@ -1,29 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { ExecJob, ExecOutcome, HandlerConfig, QueueClass } from '@tool-dispatch/shared';
 import {
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_MESSAGE_ID,
-  ATTR_MESSAGING_OPERATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM,
-  type Attributes,
   type CancelMessage,
   coalesceWrites,
   DuePerKey,
-  type ExecJob,
-  type ExecOutcome,
   FINISHED_JOB_RETENTION_S,
-  globalTracing,
-  type HandlerConfig,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
-  MESSAGING_SYSTEM_BULLMQ,
   OUTCOME_TTL_MS,
   parseOutcome,
   parseQueuedJob,
   QUEUE_NAMES,
-  type QueueClass,
   type QueuedJob,
   RESULTS_STREAM_TTL_MS,
   type RedisKeys,
@@ -35,7 +24,17 @@ import {
   tryParseJson,
   WORKER_HEARTBEAT_MS,
   type WorkerAnnouncement,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/redis';
+import {
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_MESSAGE_ID,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM,
+  type Attributes,
+  globalTracing,
+  MESSAGING_SYSTEM_BULLMQ,
+} from '@tool-dispatch/shared/tracing';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';

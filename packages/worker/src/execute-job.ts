@@ -1,20 +1,19 @@
 import { mkdir } from 'node:fs/promises';
-import type { Attributes, ExecJob, ExecOutcome, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import type { ExecJob, ExecOutcome, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import { DEFAULT_TOOL_TIMEOUT_MS, isToolError, MAX_OUTPUT_BYTES } from '@tool-dispatch/shared';
+import type { Attributes } from '@tool-dispatch/shared/tracing';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_MESSAGING_MESSAGE_ID,
   ATTR_QUEUE_CLASS,
   callAttributes,
-  DEFAULT_TOOL_TIMEOUT_MS,
   executeSpanName,
   extractContext,
   GEN_AI_OPERATION_EXECUTE_TOOL,
   globalTracing,
-  isToolError,
-  MAX_OUTPUT_BYTES,
   SpanKind,
   setSpanOutcome,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/tracing';
 import { isDeadlineAbort, withDeadline } from './abort.js';
 import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';

@@ -2,7 +2,6 @@ import {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
   type DispatchConfig,
-  initTracing,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
   MAX_BODY_BYTES,
@@ -11,6 +10,7 @@ import {
   MAX_STREAM_BYTES,
   resolveConfig,
 } from '@tool-dispatch/shared';
+import { initTracing } from '@tool-dispatch/shared/tracing';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo } from './demo.js';
 import { distributedCoordinator, runWorkerProcess } from './distributed.js';

@@ -51,12 +51,20 @@ function summary(r: CallResult): string {
       .map((f) => `${f.path}: ${JSON.stringify((f.content ?? '').trim().slice(0, 40))}`)
       .join(', ');
   else if (o && Array.isArray(o.paths)) text = (o.paths as string[]).join(', ');
+  else if (o && Array.isArray(o.entries)) text = historySummary(o.entries as Array<Record<string, unknown>>);
+  else if (o && 'contentType' in o) text = `${String(o.bytes)} bytes of ${String(o.contentType)} to ${String(o.path)}`;
   else if (o && 'exitCode' in o) text = `exit ${String(o.exitCode)}: ${String(o.stdout).trim().slice(0, 40)}`;
   else if (o && 'status' in o && 'body' in o) text = `HTTP ${String(o.status)} ${String(o.body).slice(0, 40)}`;
   else text = JSON.stringify(o ?? null);
   text = text.replace(/\s+/g, ' ');
   if (r.dedupedFrom) text = `= ${r.dedupedFrom} · ${text}`;
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}
+
+/** A history tool's entries in a line: each call, what it was and how it ended, newest first. */
+function historySummary(entries: Array<Record<string, unknown>>): string {
+  if (entries.length === 0) return 'no entries';
+  return entries.map((e) => `${String(e.id)} ${String(e.name)} ${String(e.status)}`).join('; ');
 }
 
 function printRound(
@@ -122,7 +130,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const byStatus = new Map<string, number>();
     for (const e of history) byStatus.set(e.status, (byStatus.get(e.status) ?? 0) + 1);
     log(`\nhistory: ${history.length} results recorded (${[...byStatus].map(([s, n]) => `${s} ${n}`).join(', ')})`);
-    log(`docs server hits: ${docs.hits()} (the cached GET never reached it)`);
+    log(
+      `docs server hits: ${docs.hits()} (the GET of round 4 and the download; the cached GET of round 5 never reached it)`,
+    );
   } finally {
     await coordinator.stop();
     await docs.close();
@@ -168,7 +178,9 @@ function approveAsAPerson(
 /** The demo's rounds, in order: each shows a rule of the three passes. */
 async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
-    direct('c1', 'find_tools', { names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request'] }),
+    direct('c1', 'find_tools', {
+      names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'download_file'],
+    }),
     direct('c2', 'read_files', { paths: ['README.md'] }),
   ]);
   await play('Round 2 · parallel reads, a duplicate, an unfetched schema, invalid args', 'run-1', [
@@ -192,5 +204,13 @@ async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 5 · a new run: the same GET comes from the 30-minute result cache', 'run-2', [
     rt('c15', 'http_request', { url: `${docsUrl}/release` }),
     rt('c16', 'no_such_tool', {}),
+  ]);
+  await play('Round 6 · a download into the workspace; find_tools fetches the history tools', 'run-2', [
+    rt('c17', 'download_file', { url: `${docsUrl}/release`, path: 'docs/release.json' }),
+    direct('c18', 'find_tools', { query: 'history' }),
+  ]);
+  await play('Round 7 · what the session did to a file, and what failed so far, from what pass 3 recorded', 'run-2', [
+    rt('c19', 'file_history', { path: './src/app.ts' }),
+    rt('c20', 'error_history', { limit: 5 }),
   ]);
 }

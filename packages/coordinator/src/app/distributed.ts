@@ -1,11 +1,6 @@
-import {
-  coalesceWrites,
-  type DispatchConfig,
-  type HandlerConfig,
-  initTracing,
-  type ToolDefinition,
-  type Tracing,
-} from '@tool-dispatch/shared';
+import type { DispatchConfig, HandlerConfig, ToolDefinition } from '@tool-dispatch/shared';
+import { coalesceWrites } from '@tool-dispatch/shared/redis';
+import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
 import {
   createBuiltinRegistry,
   type RunningWorker,

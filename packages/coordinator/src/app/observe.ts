@@ -1,17 +1,17 @@
+import type { CallResult } from '@tool-dispatch/shared';
 import {
   ATTR_CALL_COUNT,
   ATTR_ROUND,
   ATTR_RUN,
   ATTR_SESSION,
   type CallOutcome,
-  type CallResult,
   injectContext,
   recordCallEvents,
   SPAN_COMMIT,
   SPAN_PREFLIGHT,
   SPAN_ROUND,
   type Tracing,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/tracing';
 import type { EngineHooks } from '../engine.js';
 import type { PlannedCall } from '../model.js';
 import type { CoordinatorMetrics } from './metrics.js';

@@ -1,4 +1,5 @@
-import type { DispatchConfig, Tracing } from '@tool-dispatch/shared';
+import type { DispatchConfig } from '@tool-dispatch/shared';
+import type { Tracing } from '@tool-dispatch/shared/tracing';
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../engine.js';
 import { buildServer } from '../http/server.js';

@@ -1,4 +1,4 @@
-import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 import { AnswerConfirmStatus, answerConfirmScript, parseAnswerConfirmReply } from './lua/answerConfirm-2.lua.js';

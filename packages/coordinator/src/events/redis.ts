@@ -1,4 +1,5 @@
-import { EVENT_REPLAY_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { EVENT_REPLAY_MS } from '@tool-dispatch/shared';
+import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { DispatchEvent, EventBus, EventName } from './event-bus.js';

@@ -7,7 +7,7 @@ import {
   SpanKind,
   SpanStatusCode,
   type Tracing,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/tracing';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /** The event stream lives for minutes; a span over it would only be noise. */

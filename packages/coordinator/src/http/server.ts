@@ -1,4 +1,5 @@
-import { MAX_BODY_BYTES, type Tracing } from '@tool-dispatch/shared';
+import { MAX_BODY_BYTES } from '@tool-dispatch/shared';
+import type { Tracing } from '@tool-dispatch/shared/tracing';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';

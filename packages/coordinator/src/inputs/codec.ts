@@ -1,4 +1,4 @@
-import { tryParseJson } from '@tool-dispatch/shared';
+import { tryParseJson } from '@tool-dispatch/shared/redis';
 import type { InputSettlement, ParkedInput } from '../model.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,4 +1,4 @@
-import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared';
+import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { InputAnswer, InputSettlement, ParkedInput } from '../model.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import { decodeParkedInput, decodeSettlement } from './codec.js';

@@ -2,7 +2,8 @@ import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import type { EventBus, EventName } from '../events/event-bus.js';
 import type { PlannedCall, RoundContext } from '../model.js';
 import { toolResultData } from '../model.js';
-import { invalidationsOf } from '../rules/dedupe.js';
+import { invalidationsOf, pathsNamed } from '../rules/dedupe.js';
+import { isListedError } from '../rules/history-query.js';
 import type { CommitItem, Store } from '../store/store.js';
 
 export interface CommitInput {
@@ -28,7 +29,9 @@ function commitItemOf(
   at: { callIndex: number; round: string; run: string; now: number; iso: string },
 ): CommitItem {
   const { round } = at;
-  const item: CommitItem = { callIndex: at.callIndex, entry: { ...result, round, run: at.run, at: at.iso } };
+  const paths = pathsNamed(p.name, p.args);
+  const entry = { ...result, round, run: at.run, at: at.iso, ...(paths ? { paths } : {}) };
+  const item: CommitItem = { callIndex: at.callIndex, entry };
   if (result.status !== 'ok') return item;
   if (p.dedupable) {
     const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
@@ -45,6 +48,17 @@ function commitItemOf(
   const invalidations = invalidationsOf(p.name, p.args, typeof created === 'boolean' ? created : undefined);
   if (invalidations.length > 0) item.invalidations = invalidations;
   return item;
+}
+
+/**
+ * A round with a result error_history lists makes the run's error_history answers stale, this
+ * round's too (they were read before it committed): dropped once, after the round's last item
+ * (not once per failure: dropping every entry of a tool looks at all the run's entries).
+ */
+function staleErrorHistories(items: CommitItem[]): void {
+  const last = items.at(-1);
+  if (last && items.some((item) => isListedError(item.entry.status)))
+    last.invalidations = [...(last.invalidations ?? []), { tool: 'error_history' }];
 }
 
 /** An event to publish on the session's stream. */
@@ -69,6 +83,7 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     const p = input.planned[i];
     if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now, iso }));
   }
+  staleErrorHistories(items);
   const outcome = await input.store.commitRound({
     session,
     tenant: input.tenant,

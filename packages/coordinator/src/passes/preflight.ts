@@ -1,7 +1,8 @@
 import type { Executor } from '@tool-dispatch/shared';
 import type { DedupeEntry, KnownKey, NormalCall, PlannedCall, RoundContext, SessionState } from '../model.js';
 import { type Catalog, sessionSpecs } from '../rules/catalog.js';
-import { preflight } from '../rules/preflight.js';
+import { answerHistoryCall, HISTORY_SCAN_LIMIT, isHistoryTool } from '../rules/history-query.js';
+import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
 import { loadedSet } from '../rules/session-view.js';
 import type { Store } from '../store/store.js';
 
@@ -21,12 +22,12 @@ export interface ReadAhead {
   dedupe: ReadonlyMap<string, DedupeEntry>;
 }
 
-/** Tools with a handler the session may run: the executor's, less the session's client tools (its client runs those). */
+/** Tools the session may run: the executor's handlers and the coordinator's own, less the session's client tools (its client runs those). */
 export async function runnableTools(
   executor: Pick<Executor, 'handlerNames'>,
   state: SessionState,
 ): Promise<Set<string>> {
-  const names = new Set(await executor.handlerNames());
+  const names = new Set([...(await executor.handlerNames()), ...COORDINATOR_TOOLS]);
   for (const t of state.clientTools) names.delete(t.name);
   return names;
 }
@@ -61,6 +62,28 @@ export async function preflightPass(
     findCached: (keys) => deps.store.findCachedMany(state.tenant, keys),
   });
   const added = [...fetched].filter((n) => !before.has(n));
-  if (added.length) await deps.store.markFetched(state.id, added);
+  await Promise.all([
+    added.length > 0 ? deps.store.markFetched(state.id, added) : undefined,
+    answerHistoryCalls(deps.store, state.id, planned),
+  ]);
   return planned;
+}
+
+/**
+ * file_history and error_history calls that pass 1 let through are answered here, from the
+ * session's recorded results (one read for the round), like find_tools from the catalog: they
+ * then take their place in pass 2 and are committed like any call.
+ */
+async function answerHistoryCalls(
+  store: Pick<Store, 'history'>,
+  session: string,
+  planned: readonly PlannedCall[],
+): Promise<void> {
+  const asking = planned.filter((p) => p.decision.kind === 'run' && isHistoryTool(p.name));
+  if (asking.length === 0) return;
+  const entries = await store.history(session, undefined, HISTORY_SCAN_LIMIT);
+  for (const p of asking) {
+    if (isHistoryTool(p.name))
+      p.decision = { kind: 'run', needsConfirm: false, output: answerHistoryCall(p.name, entries, p.args) };
+  }
 }

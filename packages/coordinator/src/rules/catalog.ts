@@ -2,6 +2,7 @@ import {
   ALWAYS_SERIAL,
   CACHEABLE_TOOLS,
   CONCURRENT_BUILTINS,
+  COORDINATOR_DEFINITIONS,
   DEFAULT_TOOL_TIMEOUT_MS,
   INTERACTIVE_DEFINITIONS,
   SHIPPED_DEFINITIONS,
@@ -77,7 +78,12 @@ export class Catalog {
   private readonly specs = new Map<string, ToolSpec>();
 
   constructor() {
-    for (const def of [...SHIPPED_DEFINITIONS, ...INTERACTIVE_DEFINITIONS, ...UNSHIPPED_DEFINITIONS])
+    for (const def of [
+      ...SHIPPED_DEFINITIONS,
+      ...COORDINATOR_DEFINITIONS,
+      ...INTERACTIVE_DEFINITIONS,
+      ...UNSHIPPED_DEFINITIONS,
+    ])
       this.specs.set(def.name, resolveSpec(def, 'builtin'));
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from './catalog.js';
-import { covers, httpMethod, invalidationsOf, isDedupable, normalizePath, pathsRead } from './dedupe.js';
+import { covers, httpMethod, invalidationsOf, isDedupable, normalizePath, pathsNamed, pathsRead } from './dedupe.js';
 
 const catalog = new Catalog();
 const spec = (name: string) => catalog.get(name);
@@ -73,7 +73,30 @@ describe('isDedupable', () => {
   });
 });
 
+describe('download_file', () => {
+  it('is never deduped: each call writes the workspace again', () => {
+    expect(isDedupable(spec('download_file'), 'download_file', { url: 'https://x.test/a', path: 'a' })).toBe(false);
+  });
+});
+
+describe('pathsNamed', () => {
+  it('gives the normalised path an edit or a download writes, and the paths a read reads', () => {
+    expect(pathsNamed('edit_file', { path: './src/../a.txt', content: '' })).toEqual(['a.txt']);
+    expect(pathsNamed('download_file', { url: 'https://x.test', path: 'd/./f.bin' })).toEqual(['d/f.bin']);
+    expect(pathsNamed('read_files', { paths: ['./a', 'b'] })).toEqual(['a', 'b']);
+  });
+
+  it('gives nothing for tools that name no path', () => {
+    expect(pathsNamed('run_command', { command: 'cat a' })).toBeUndefined();
+    expect(pathsNamed('find_files', { pattern: '*' })).toBeUndefined();
+  });
+});
+
 describe('pathsRead', () => {
+  it('gives the normalised path of a file_history call, so an edit of it drops the entry', () => {
+    expect(pathsRead('file_history', { path: './a/../b.txt' })).toEqual(['b.txt']);
+  });
+
   it('gives the normalised paths of a read_files call', () => {
     expect(pathsRead('read_files', { paths: ['./a.txt', 'b/../c.txt', 'd/e.txt'] })).toEqual([
       'a.txt',
@@ -99,6 +122,7 @@ describe('invalidationsOf', () => {
     it('removes read_files entries of the normalised path and every find_files entry', () => {
       expect(invalidationsOf('edit_file', { path: './src/../a.txt', content: 'x' }, true)).toEqual([
         { tool: 'read_files', paths: ['a.txt'] },
+        { tool: 'file_history', paths: ['a.txt'] },
         { tool: 'find_files' },
       ]);
     });
@@ -108,6 +132,7 @@ describe('invalidationsOf', () => {
     it('removes only the read_files entries of that path, keeping find_files', () => {
       expect(invalidationsOf('edit_file', { path: 'a.txt', old: 'x', new: 'y' }, false)).toEqual([
         { tool: 'read_files', paths: ['a.txt'] },
+        { tool: 'file_history', paths: ['a.txt'] },
       ]);
     });
   });
@@ -116,6 +141,7 @@ describe('invalidationsOf', () => {
     it('assumes it may, and removes find_files entries too', () => {
       expect(invalidationsOf('edit_file', { path: 'a.txt', content: 'x' }, undefined)).toEqual([
         { tool: 'read_files', paths: ['a.txt'] },
+        { tool: 'file_history', paths: ['a.txt'] },
         { tool: 'find_files' },
       ]);
     });
@@ -125,7 +151,22 @@ describe('invalidationsOf', () => {
     expect(invalidationsOf('run_command', { command: 'rm -rf src' }, undefined)).toEqual([
       { tool: 'read_files' },
       { tool: 'find_files' },
+      { tool: 'file_history' },
     ]);
+  });
+
+  describe('when download_file wrote a path (API.md v1.1)', () => {
+    it('removes the reads and file histories of that path, and every find_files entry when it created the file', () => {
+      expect(invalidationsOf('download_file', { url: 'https://x.test/a', path: './a.txt' }, true)).toEqual([
+        { tool: 'read_files', paths: ['a.txt'] },
+        { tool: 'file_history', paths: ['a.txt'] },
+        { tool: 'find_files' },
+      ]);
+      expect(invalidationsOf('download_file', { url: 'https://x.test/a', path: 'a.txt' }, false)).toEqual([
+        { tool: 'read_files', paths: ['a.txt'] },
+        { tool: 'file_history', paths: ['a.txt'] },
+      ]);
+    });
   });
 
   it('removes nothing for read-only tools, or for an edit_file without a string path', () => {

@@ -485,8 +485,8 @@ describe('preflight', () => {
     it('comes before existence: a defined tool without a handler shows its schema first', async () => {
       const planned = await plan(
         { fetched: 'initial' },
-        viaRunTool('c1', 'file_history', { path: 'a' }),
-        viaRunTool('c2', 'file_history', { path: 'b' }),
+        viaRunTool('c1', 'chat_history', { path: 'a' }),
+        viaRunTool('c2', 'chat_history', { path: 'b' }),
       );
       expect(planned.map(statusOf)).toEqual(['schema', 'unknown']);
     });
@@ -710,10 +710,10 @@ describe('preflight', () => {
     it('offers only tools that can run now, listing the others as missing', async () => {
       const [p] = await plan(
         { runnable: ['calculate'] },
-        direct('c1', 'find_tools', { names: ['calculate', 'read_files', 'file_history'] }),
+        direct('c1', 'find_tools', { names: ['calculate', 'read_files', 'chat_history'] }),
       );
       expect(p?.decision).toMatchObject({
-        output: { tools: [expect.objectContaining({ name: 'calculate' })], missing: ['read_files', 'file_history'] },
+        output: { tools: [expect.objectContaining({ name: 'calculate' })], missing: ['read_files', 'chat_history'] },
       });
     });
   });

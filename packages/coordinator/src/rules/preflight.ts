@@ -19,11 +19,12 @@ import { isCacheable, needsConfirmation } from './cache.js';
 import { definitionOf } from './catalog.js';
 import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
 import { findTools } from './find-tools.js';
+import { HISTORY_TOOLS } from './history-query.js';
 import { argsShapeProblem, readArgs } from './normalize-call.js';
 import { parkKindOf } from './park.js';
 
-/** Tools the coordinator answers itself (no worker handler). */
-export const COORDINATOR_TOOLS = new Set(['find_tools']);
+/** Tools the coordinator answers itself (no worker handler): from the catalog, or from the session's recorded history. */
+export const COORDINATOR_TOOLS: ReadonlySet<string> = new Set(['find_tools', ...HISTORY_TOOLS]);
 
 /** What pass 1 reads: the session's view of tools and the run's stored state. */
 export interface PreflightInput {

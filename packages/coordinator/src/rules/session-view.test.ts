@@ -12,7 +12,7 @@ describe('deferred schemas and providers', () => {
       const view = buildToolsView('openai', specs, runnable);
       expect(view.tools.map((t) => t.name).sort()).toEqual(['find_tools', 'run_tool', 'ui_pick']);
       for (const n of runnable) expect(view.context).toContain(n);
-      expect(view.context).not.toContain('file_history'); // no handler: not offered
+      expect(view.context).not.toContain('chat_history'); // no handler: not offered
     });
 
     it('loads find_tools, run_tool and client tools, all fetched from the start', () => {

@@ -124,9 +124,10 @@ export class MemoryStore implements Store {
     this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
   }
 
-  async history(session: string, tool?: string): Promise<HistoryEntry[]> {
+  async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
     const h = this.histories.get(session) ?? [];
-    return clone(tool === undefined ? h : h.filter((e) => e.name === tool));
+    const listed = tool === undefined ? h : h.filter((e) => e.name === tool);
+    return clone(last === undefined ? listed : listed.slice(-last));
   }
 
   async beginRound(input: BeginRoundInput): Promise<BeginRound> {

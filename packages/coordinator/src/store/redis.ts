@@ -1,4 +1,4 @@
-import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared/redis';
 import type {
   CachedResult,
   DedupeEntry,
@@ -199,11 +199,12 @@ export class RedisStore implements Store {
         index = keys.length; // Lua's KEYS are 1-based
         toolKey.set(tool, index);
       }
-      const { round, run, at } = item.entry;
+      const { round, run, at, paths } = item.entry;
       const d = item.dedupe;
       args.push(
         JSON.stringify(resultOf(item.entry)),
-        `"round":${JSON.stringify(round)},"run":${JSON.stringify(run)},"at":${JSON.stringify(at)}`,
+        // The script's tool.result event takes these fields up to "at" (so not the paths).
+        `"round":${JSON.stringify(round)},"run":${JSON.stringify(run)},"at":${JSON.stringify(at)}${paths ? `,"paths":${JSON.stringify(paths)}` : ''}`,
         index,
         d ? d.key : '',
         d ? JSON.stringify(d) : '',
@@ -258,9 +259,9 @@ export class RedisStore implements Store {
     return parseFailRoundReply(await runScript(this.redis, failRoundScript, [key], [owner, error]));
   }
 
-  async history(session: string, tool?: string): Promise<HistoryEntry[]> {
+  async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
     const key = tool === undefined ? this.keys.history(session) : this.keys.toolHistory(session, tool);
-    const items = await this.redis.lrange(key, 0, -1);
+    const items = await this.redis.lrange(key, last === undefined ? 0 : -last, -1);
     return items.map((item) => tryParseJson(item) as HistoryEntry).filter((e) => e !== undefined);
   }
 

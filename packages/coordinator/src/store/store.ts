@@ -124,8 +124,8 @@ export interface Store {
   findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>>;
   putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void>;
 
-  /** The session's recorded results (or one tool's), oldest first. */
-  history(session: string, tool?: string): Promise<HistoryEntry[]>;
+  /** The session's recorded results (or one tool's), oldest first; with `last`, only the newest `last` of them. */
+  history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]>;
 
   /**
    * Starts a round of an existing session under an idempotency key (or a fresh one when key is

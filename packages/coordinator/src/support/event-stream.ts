@@ -1,7 +1,9 @@
 // A session's event stream in Redis as its writers see it: the key, the MINID trim to the replay
 // window and the TTL push-back. Shared by the event bus and the store's round scripts, which append
 // a round's events in the same step as its begin and commit.
-import { DuePerKey, EVENT_REPLAY_MS, type RedisKeys } from '@tool-dispatch/shared';
+
+import { EVENT_REPLAY_MS } from '@tool-dispatch/shared';
+import { DuePerKey, type RedisKeys } from '@tool-dispatch/shared/redis';
 
 /** A stream lives this long past the replay window after its last TTL push (at most this often). */
 const EXPIRE_SLACK_MS = 60_000;

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 
-export { defineScript, type LuaScript, runScript } from '@tool-dispatch/shared';
+export { defineScript, type LuaScript, runScript } from '@tool-dispatch/shared/redis';
 
 /** A Redis connection: a single node or a cluster (every multi-key operation stays in one hash slot). */
 export type RedisClient = Redis | Cluster;

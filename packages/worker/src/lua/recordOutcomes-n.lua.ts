@@ -1,4 +1,4 @@
-import { defineScript } from '@tool-dispatch/shared';
+import { defineScript } from '@tool-dispatch/shared/redis';
 
 /** Records calls' outcomes once: the first outcome of a call stands (a late or repeated report changes nothing). */
 export const recordOutcomesScript = defineScript(

@@ -1,4 +1,4 @@
-import { defineScript } from '@tool-dispatch/shared';
+import { defineScript } from '@tool-dispatch/shared/redis';
 
 /**
  * Records calls' outcomes once and sends them to the coordinator's results stream in one step,

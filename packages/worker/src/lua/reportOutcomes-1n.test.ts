@@ -1,4 +1,4 @@
-import { OUTCOME_TTL_MS, RUNNING_MARK, redisKeys, runScript } from '@tool-dispatch/shared';
+import { OUTCOME_TTL_MS, RUNNING_MARK, redisKeys, runScript } from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { randomPrefix } from '../../../../test/support/redis.js';

@@ -1,4 +1,4 @@
-import { defineScript } from '@tool-dispatch/shared';
+import { defineScript } from '@tool-dispatch/shared/redis';
 
 /**
  * Before a job runs its calls: which to run, which were cancelled, which already have an

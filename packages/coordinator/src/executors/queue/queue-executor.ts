@@ -1,17 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  batchJobIdFor,
-  CANCEL_TTL_MS,
-  type CancelMessage,
-  coalesceWrites,
   DispatchError,
   type ExecJob,
   type ExecOutcome,
   type Executor,
+  failedOutcome,
+  type QueueClass,
+} from '@tool-dispatch/shared';
+import {
+  batchJobIdFor,
+  CANCEL_TTL_MS,
+  type CancelMessage,
+  coalesceWrites,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
-  failedOutcome,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -19,7 +22,6 @@ import {
   OUTCOME_TTL_MS,
   parseOutcome,
   QUEUE_NAMES,
-  type QueueClass,
   type RedisKeys,
   RUNNING_MARK,
   redisKeys,
@@ -27,7 +29,7 @@ import {
   STALLED_REASON,
   tryParseJson,
   type WorkerAnnouncement,
-} from '@tool-dispatch/shared';
+} from '@tool-dispatch/shared/redis';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { getOrCreate } from '../../support/maps.js';

@@ -1,4 +1,5 @@
-import { type ExecOutcome, parseOutcome, RESULTS_STREAM_TTL_MS, tryParseJson } from '@tool-dispatch/shared';
+import type { ExecOutcome } from '@tool-dispatch/shared';
+import { parseOutcome, RESULTS_STREAM_TTL_MS, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 import { settleWithin } from '../../support/settle.js';
 

@@ -1,4 +1,4 @@
-import { type RedisKeys, tryParseJson, type WorkerAnnouncement } from '@tool-dispatch/shared';
+import { type RedisKeys, tryParseJson, type WorkerAnnouncement } from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */

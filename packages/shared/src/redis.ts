@@ -1,0 +1,33 @@
+/**
+ * `@tool-dispatch/shared/redis`: what the coordinator and workers agree on about Redis and
+ * BullMQ: key layout, queue names, job ids and payloads, marks and TTLs, Lua script helpers,
+ * write coalescing. Not part of the wire API; the root door holds that.
+ */
+export type { RedisKeys } from './keys.js';
+export { redisKeys, SESSION_TTL_MS } from './keys.js';
+export type { LuaScript, ScriptClient } from './lua-script.js';
+export { defineScript, runScript } from './lua-script.js';
+export { DuePerKey } from './periodic.js';
+export type { CancelMessage, QueuedJob, QueuedJobData, WorkerAnnouncement } from './queues.js';
+export {
+  batchJobIdFor,
+  CANCEL_TTL_MS,
+  encodeQueuedJob,
+  FINISHED_JOB_RETENTION_S,
+  JOB_LOCK_MS,
+  jobIdFor,
+  MAX_STALLED,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
+  OUTCOME_TTL_MS,
+  parseOutcome,
+  parseQueuedJob,
+  QUEUE_NAMES,
+  RESULTS_STREAM_TTL_MS,
+  RUNNING_MARK,
+  STALLED_INTERVAL_MS,
+  STALLED_REASON,
+  tryParseJson,
+  WORKER_HEARTBEAT_MS,
+  WORKER_TTL_MS,
+} from './queues.js';
+export { coalesceWrites } from './redis-writes.js';
