@@ -164,6 +164,31 @@ export interface ConfirmationAnswer {
   remember: boolean;
 }
 
+/** Who answers a parked call: a person (`interactive`, ask_user among them) or the agent backend's client. */
+export type InputKind = 'interactive' | 'client';
+
+/** A parked call waiting for its answer (`GET .../inputs`, the `input.requested` event). */
+export interface ParkedInput {
+  /** Unique across rounds; answer with it (or with the callId, when only one parked call has it). */
+  inputId: string;
+  kind: InputKind;
+  round: string;
+  run: string;
+  callId: string;
+  /** The tool, run_tool unwrapped. */
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** An answer to a parked call: its output (ok), or an error message (error/handler_error). */
+export type InputAnswer = { output: unknown } | { error: string };
+
+/** What `POST .../inputs/{inputId}` answers: the status the answer gave the call. */
+export interface InputAnswered {
+  inputId: string;
+  status: 'ok' | 'error';
+}
+
 interface EventBase<N extends string, D> {
   /** Resume after this event with `lastEventId`. */
   id: string;
@@ -182,8 +207,15 @@ export type ConfirmRequestedEvent = EventBase<
 export type ToolResultEvent = EventBase<'tool.result', CallResult & { round: string; run: string }>;
 export type RoundCompletedEvent = EventBase<'round.completed', { round: string; run: string }>;
 
+export type InputRequestedEvent = EventBase<'input.requested', ParkedInput>;
+
 /** An event of a session's stream (GET /v1/sessions/{session}/events). */
-export type TdEvent = RoundStartedEvent | ConfirmRequestedEvent | ToolResultEvent | RoundCompletedEvent;
+export type TdEvent =
+  | RoundStartedEvent
+  | ConfirmRequestedEvent
+  | InputRequestedEvent
+  | ToolResultEvent
+  | RoundCompletedEvent;
 
 /** The error body every 4xx/5xx carries. */
 export interface ErrorBody {
