@@ -115,7 +115,7 @@ describe('GET /v1/sessions/{session}/tools', () => {
   it('lists client tools in the tools array', async () => {
     const s = uid('s');
     const clientTool = {
-      name: 'ask_user',
+      name: 'ask_person',
       description: 'Ask the user a question.',
       parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] },
     };
