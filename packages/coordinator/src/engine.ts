@@ -1,7 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
+import {
+  assertNever,
+  type DispatchConfig,
+  type Executor,
+  isValidId,
+  newId,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
 import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
@@ -216,6 +223,8 @@ export class Engine implements Dispatcher {
           'confirmation_ambiguous',
           `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
         );
+      default:
+        return assertNever(out, 'confirmation answer');
     }
   }
 

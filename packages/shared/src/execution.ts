@@ -71,6 +71,19 @@ export type Handler = (args: Record<string, unknown>, ctx: HandlerContext) => Pr
 /** The failure kinds a call can end with once it was handed to an executor (each `error` with its code). */
 export type ExecFailureKind = 'handler_threw' | 'deadline' | 'worker_died' | 'run_cancelled';
 
+/** The failure kind behind each error code (the inverse of `FAILURES` for executors' kinds). */
+const KIND_OF_CODE = {
+  handler_error: 'handler_threw',
+  timeout: 'deadline',
+  worker_lost: 'worker_died',
+  cancelled: 'run_cancelled',
+} as const satisfies Record<ErrorCode, ExecFailureKind>;
+
+/** The failure kind an error code stands for (a `ToolError`'s code, say). */
+export function failureKindOf(code: ErrorCode): ExecFailureKind {
+  return KIND_OF_CODE[code];
+}
+
 /** An executor's failed outcome, its code from the one failure table (`FAILURES`). */
 export function failedOutcome(
   kind: ExecFailureKind,

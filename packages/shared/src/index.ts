@@ -42,7 +42,7 @@ export type {
   HandlerContext,
   QueueClass,
 } from './execution.js';
-export { failedOutcome } from './execution.js';
+export { failedOutcome, failureKindOf } from './execution.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
 export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
 export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ExecJob, ExecOutcome, HandlerConfig, QueueClass } from '@tool-dispatch/shared';
+import { failedOutcome } from '@tool-dispatch/shared';
 import {
   type CancelMessage,
   coalesceWrites,
@@ -184,13 +185,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           }
           const outcome: ExecOutcome =
             start === StartCallsStatus.Cancelled
-              ? {
-                  status: 'error',
-                  code: 'cancelled',
-                  message: 'the call was cancelled before it started',
-                  durationMs: 0,
-                  ranOn: id,
-                }
+              ? failedOutcome('run_cancelled', 'the call was cancelled before it started', 0, { ranOn: id })
               : await runCall(c.job, jobId, c.stop);
           outcomes[c.callId] = outcome;
           await report(c, outcome);
@@ -496,9 +491,8 @@ class Reporter {
           : queue === 'serial'
             ? `the worker running ${call.name} died; the outcome is unknown and the call was not re-run`
             : `the worker running ${call.name} died, and again after one retry; the outcome is unknown`;
-        const code = lost ? 'worker_lost' : 'handler_error';
         const ref = { callId: jobIdFor(call.round, call.callIndex), origin: call.origin ?? queued.coordinator };
-        return report(ref, { status: 'error', code, message, durationMs });
+        return report(ref, failedOutcome(lost ? 'worker_died' : 'handler_threw', message, durationMs));
       }),
     );
   }

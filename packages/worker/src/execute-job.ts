@@ -1,6 +1,19 @@
 import { mkdir } from 'node:fs/promises';
-import type { ExecJob, ExecOutcome, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
-import { DEFAULT_TOOL_TIMEOUT_MS, isToolError, MAX_OUTPUT_BYTES } from '@tool-dispatch/shared';
+import type {
+  ExecFailureKind,
+  ExecJob,
+  ExecOutcome,
+  Handler,
+  HandlerConfig,
+  HandlerContext,
+} from '@tool-dispatch/shared';
+import {
+  DEFAULT_TOOL_TIMEOUT_MS,
+  failedOutcome,
+  failureKindOf,
+  isToolError,
+  MAX_OUTPUT_BYTES,
+} from '@tool-dispatch/shared';
 import type { Attributes } from '@tool-dispatch/shared/tracing';
 import {
   ATTR_GEN_AI_OPERATION_NAME,
@@ -96,24 +109,18 @@ async function runUntraced(
   options: RunJobOptions,
 ): Promise<ExecOutcome> {
   const started = performance.now();
-  const fail: Fail = (code, message, details) => ({
-    status: 'error',
-    code,
-    message,
-    ...(details === undefined ? {} : { details }),
-    durationMs: Math.round(performance.now() - started),
-    ranOn,
-  });
+  const fail: Fail = (kind, message, details) =>
+    failedOutcome(kind, message, Math.round(performance.now() - started), { details, ranOn });
 
   const handler = registry.get(job.name);
-  if (!handler) return fail('handler_error', `no handler registered for ${job.name}`);
-  if (signal.aborted) return fail('cancelled', 'the call was cancelled before it started');
+  if (!handler) return fail('handler_threw', `no handler registered for ${job.name}`);
+  if (signal.aborted) return fail('run_cancelled', 'the call was cancelled before it started');
   // Checked here, not in an async helper: a known workspace costs no promise.
   if (!madeWorkspaces.has(job.workspace)) {
     try {
       await makeWorkspace(job.workspace);
     } catch (e) {
-      return fail('handler_error', `cannot create the session workspace: ${errorMessage(e)}`);
+      return fail('handler_threw', `cannot create the session workspace: ${errorMessage(e)}`);
     }
   }
 
@@ -126,7 +133,7 @@ async function runUntraced(
     const first = await Promise.race([settled, stop.stopped]);
     if (first !== 'aborted' && first.ok) {
       const output = serialiseOutput(first.value);
-      if ('problem' in output) return fail('handler_error', output.problem);
+      if ('problem' in output) return fail('handler_threw', output.problem);
       return { status: 'ok', output: output.value, durationMs: Math.round(performance.now() - started), ranOn };
     }
     if (first !== 'aborted' && !first.ok && !stop.signal.aborted) return fromThrown(first.error, fail);
@@ -144,7 +151,7 @@ async function runUntraced(
   }
 }
 
-type Fail = (code: 'handler_error' | 'timeout' | 'cancelled', message: string, details?: unknown) => ExecOutcome;
+type Fail = (kind: ExecFailureKind, message: string, details?: unknown) => ExecOutcome;
 
 /** The outcome of a call stopped by the caller (`cancelled`) or by its deadline (`timeout`). */
 function reportStopped(stop: {
@@ -155,13 +162,13 @@ function reportStopped(stop: {
   fail: Fail;
 }): ExecOutcome {
   const { after, fail } = stop;
-  const code = stop.cancelled ? 'cancelled' : 'timeout';
+  const kind = stop.cancelled ? 'run_cancelled' : 'deadline';
   // A handler that stopped with its own word on it (a command's partial output) keeps it.
-  if (after !== 'still running' && !after.ok && isToolError(after.error) && after.error.code === code) {
-    return fail(code, after.error.message, after.error.details);
+  if (after !== 'still running' && !after.ok && isToolError(after.error) && failureKindOf(after.error.code) === kind) {
+    return fail(kind, after.error.message, after.error.details);
   }
   const what = stop.cancelled ? 'the call was cancelled' : `${stop.name} passed its deadline of ${stop.timeoutMs} ms`;
-  return fail(code, after === 'still running' ? `${what}; it ignored the stop signal and may still be running` : what);
+  return fail(kind, after === 'still running' ? `${what}; it ignored the stop signal and may still be running` : what);
 }
 
 function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {
@@ -190,11 +197,11 @@ async function settle(handler: Handler, args: Record<string, unknown>, ctx: Hand
 function fromThrown(error: unknown, fail: Fail): ExecOutcome {
   if (isToolError(error)) {
     // worker_lost is the coordinator's verdict, never a handler's.
-    const code = error.code === 'worker_lost' ? 'handler_error' : error.code;
-    return fail(code, error.message, error.details);
+    const kind = error.code === 'worker_lost' ? 'handler_threw' : failureKindOf(error.code);
+    return fail(kind, error.message, error.details);
   }
   const message = errorMessage(error);
-  return fail('handler_error', message || (error instanceof Error ? error.name : 'the handler failed'));
+  return fail('handler_threw', message || (error instanceof Error ? error.name : 'the handler failed'));
 }
 
 /**

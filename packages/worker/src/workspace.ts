@@ -1,4 +1,4 @@
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '@tool-dispatch/shared';
 import { errorCode } from './node-error.js';
@@ -91,4 +91,20 @@ function escapes(p: string, how: string): ToolError {
     'handler_error',
     `the path ${JSON.stringify(p)} escapes the session workspace (${how}); paths must stay inside it`,
   );
+}
+
+/**
+ * Whether a file is at `target` (a missing file, or a missing parent, is not); a directory there
+ * is an error naming `shownPath`. For writers that report `created`.
+ */
+export async function isExistingFile(target: string, shownPath: string): Promise<boolean> {
+  try {
+    const s = await stat(target);
+    if (s.isDirectory()) throw new ToolError('handler_error', `${shownPath} is a directory, not a file`);
+    return true;
+  } catch (e) {
+    const code = errorCode(e);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw e;
+  }
 }

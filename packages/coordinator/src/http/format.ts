@@ -1,4 +1,4 @@
-import { type CallResult, isSuccess, type NeutralTool } from '@tool-dispatch/shared';
+import { assertNever, type CallResult, isSuccess, type NeutralTool } from '@tool-dispatch/shared';
 import type { RoundResponse } from '../model.js';
 
 /** How a client wants tools and results shaped (`?format=`); neutral is API.md's own shape. */
@@ -60,6 +60,8 @@ export function formatTools(tools: readonly NeutralTool[], format: WireFormat): 
       return tools.map(toAnthropicTool);
     case 'neutral':
       return tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+    default:
+      return assertNever(format, 'wire format');
   }
 }
 
@@ -99,5 +101,7 @@ export function formatRound(response: RoundResponse, format: WireFormat): Format
       return { ...response, content: toAnthropicContent(response.results) };
     case 'neutral':
       return response;
+    default:
+      return assertNever(format, 'wire format');
   }
 }

@@ -4,7 +4,7 @@ import { type ExecuteDeps, executePass } from '../passes/execute.js';
 import { confirmGate, type GateDeps } from '../passes/gate.js';
 import { type PreflightDeps, preflightPass, type ReadAhead } from '../passes/preflight.js';
 import { sessionSpecs } from '../rules/catalog.js';
-import { normalizeCall } from '../rules/normalize-call.js';
+import { restoreCall } from '../rules/normalize-call.js';
 import { parkKindOf } from '../rules/park.js';
 import { roundStartedData } from '../rules/round-started.js';
 import { restorePlanned, storedOf } from '../rules/stored-planned.js';
@@ -61,7 +61,7 @@ async function roundBody(deps: RoundDeps, ctx: RoundContext, start: RoundStart):
 /** Pass 1, then the confirm gate; a person's answers are kept, so a coordinator taking the round over does not ask again. */
 async function planRound(deps: RoundDeps, ctx: RoundContext, start: RoundStart): Promise<PlannedCall[]> {
   const { ref } = ctx;
-  const calls = start.read?.calls ?? start.rawCalls.map(normalizeCall);
+  const calls = start.read?.calls ?? start.rawCalls.map(restoreCall);
   // round.started goes out while pass 1 reads (it only has to come before the round's other
   // events), unless the store appended it when the round began.
   const started =

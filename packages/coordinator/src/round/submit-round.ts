@@ -1,9 +1,9 @@
-import { hashCanonical, newId } from '@tool-dispatch/shared';
-import type { RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
+import { assertNever, hashCanonical, newId } from '@tool-dispatch/shared';
+import type { NormalCall, RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
 import { isDedupable } from '../rules/dedupe.js';
-import { normalizeCall } from '../rules/normalize-call.js';
+import { normalizeCall, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
 import type { ActiveRuns } from './active-runs.js';
@@ -31,6 +31,7 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const tracked = r.recovery?.track(ref);
   tracked?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
   const calls = input.calls.map(normalizeCall);
+  const stored = input.calls.map((raw, i) => storedCallOf(raw, calls[i] as NormalCall));
   const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
@@ -38,8 +39,8 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
     ...ref,
     idempotencyKey: input.idempotencyKey,
     // Only a retry under the same key compares it.
-    callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(input.calls),
-    ...(owner ? { owner, calls: input.calls } : {}),
+    callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
+    ...(owner ? { owner, calls: stored } : {}),
     ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
     ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
   });
@@ -59,6 +60,8 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
       return startRound(r, ref, begin.session, { rawCalls: input.calls, read });
     }
+    default:
+      return assertNever(begin, 'beginRound outcome');
   }
 }
 

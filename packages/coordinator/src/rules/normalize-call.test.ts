@@ -1,6 +1,6 @@
 import { MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { argsShapeProblem, normalizeCall, readArgs } from './normalize-call.js';
+import { argsShapeProblem, normalizeCall, readArgs, restoreCall, storedCallOf } from './normalize-call.js';
 
 /** Args nested `levels` deep: `{a: {a: ... 1}}`. */
 function nested(levels: number, wrap: (inner: unknown) => unknown = (a) => ({ a })): Record<string, unknown> {
@@ -188,5 +188,25 @@ describe('argsShapeProblem', () => {
 
   it('accepts keys that merely look like prototype keys', () => {
     expect(argsShapeProblem({ proto: 1, __proto: 2, prototype: 3, constructor: 4 })).toBeUndefined();
+  });
+});
+
+describe('storedCallOf and restoreCall', () => {
+  it('keeps a readable call as submitted, and reads it back as normalizeCall does', () => {
+    const raw = { id: 'c1', type: 'function', function: { name: 'calculate', arguments: '{"expression":"1"}' } };
+    const call = normalizeCall(raw, 0);
+    expect(storedCallOf(raw, call)).toBe(raw);
+    expect(restoreCall(storedCallOf(raw, call), 0)).toEqual(call);
+  });
+
+  it('leaves out args that could not be read, so a round with them can be stored, and keeps the problem', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { a: deep };
+    const raw = { id: 'c2', name: 'calculate', args: deep };
+    const call = normalizeCall(raw, 3);
+    const stored = storedCallOf(raw, call);
+    expect(() => JSON.stringify(stored)).not.toThrow();
+    expect(restoreCall(JSON.parse(JSON.stringify(stored)), 3)).toEqual(call);
+    expect(call.argsProblem).toMatch(/nested deeper than 32 levels/);
   });
 });

@@ -95,3 +95,23 @@ export function normalizeCall(raw: unknown, index: number): NormalCall {
   else call.argsProblem = read.problem;
   return call;
 }
+
+/**
+ * A call as a round keeps it (for a takeover, and the Idempotency-Key's hash): as submitted,
+ * unless its args could not be read; those are left out (they may be nested far too deep to
+ * serialise) and the problem kept, so the call ends `invalid` alike after a takeover.
+ */
+export function storedCallOf(raw: unknown, call: NormalCall): unknown {
+  if (call.argsProblem === undefined) return raw;
+  return { id: call.id, name: call.name, unreadableArgs: call.argsProblem };
+}
+
+/** A kept call read back (`storedCallOf`'s inverse): one with unreadable args keeps its problem. */
+export function restoreCall(stored: unknown, index: number): NormalCall {
+  if (isObject(stored) && typeof stored.unreadableArgs === 'string' && stored.args === undefined) {
+    const id = typeof stored.id === 'string' ? stored.id : `call-${index}`;
+    const name = typeof stored.name === 'string' ? stored.name : '';
+    return { index, id, name, args: undefined, argsProblem: stored.unreadableArgs };
+  }
+  return normalizeCall(stored, index);
+}

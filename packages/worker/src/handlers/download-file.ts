@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { type FileHandle, mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
 import { requireString } from '../args.js';
 import { type HttpResponse, withHttpResponse } from '../http-client.js';
 import { errorCode, errorMessage } from '../node-error.js';
-import { namesDirectory, normalizeWorkspacePath, resolveInWorkspace } from '../workspace.js';
+import { isExistingFile, namesDirectory, normalizeWorkspacePath, resolveInWorkspace } from '../workspace.js';
 
 /** Most bytes one download writes (API.md: 64 MiB); a larger body fails the call and writes nothing. */
 export const MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;
@@ -185,18 +185,6 @@ async function checkUnchanged(file: TargetFile): Promise<void> {
       'handler_error',
       `${file.shownPath} changed while downloading (it now resolves elsewhere); nothing was written`,
     );
-  }
-}
-
-async function isExistingFile(target: string, shownPath: string): Promise<boolean> {
-  try {
-    const s = await stat(target);
-    if (s.isDirectory()) throw new ToolError('handler_error', `${shownPath} is a directory, not a file`);
-    return true;
-  } catch (e) {
-    const code = errorCode(e);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
-    throw e;
   }
 }
 

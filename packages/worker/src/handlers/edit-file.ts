@@ -1,10 +1,10 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
 import { optionalString, requireString } from '../args.js';
 import { errorCode } from '../node-error.js';
-import { namesDirectory, resolveInWorkspace } from '../workspace.js';
+import { isExistingFile, namesDirectory, resolveInWorkspace } from '../workspace.js';
 
 export interface EditFileOutput {
   path: string;
@@ -31,7 +31,7 @@ export async function editFile(args: Record<string, unknown>, ctx: HandlerContex
     if (oldText !== undefined || newText !== undefined) {
       throw new ToolError('handler_error', 'give either {path, content} or {path, old, new}, not both');
     }
-    const created = !(await exists(target, shownPath));
+    const created = !(await isExistingFile(target, shownPath));
     await mkdir(path.dirname(target), { recursive: true });
     await writeFile(target, content);
     return { path: shownPath, bytes: Buffer.byteLength(content), created };
@@ -59,17 +59,6 @@ function countOccurrences(haystack: string, needle: string): number {
   let count = 0;
   for (let i = haystack.indexOf(needle); i !== -1; i = haystack.indexOf(needle, i + 1)) count++;
   return count;
-}
-
-async function exists(target: string, shownPath: string): Promise<boolean> {
-  try {
-    const s = await stat(target);
-    if (s.isDirectory()) throw new ToolError('handler_error', `${shownPath} is a directory, not a file`);
-    return true;
-  } catch (e) {
-    if (errorCode(e) === 'ENOENT') return false;
-    throw e;
-  }
 }
 
 async function readExisting(target: string, shownPath: string): Promise<string> {
