@@ -9,6 +9,8 @@ import type {
   ConfirmationAnswer,
   HistoryEntry,
   NeutralTool,
+  OpenAiResponsesRoundResponse,
+  OpenAiResponsesTool,
   OpenAiRoundResponse,
   OpenAiTool,
   RoundResponse,
@@ -122,8 +124,12 @@ export class TdClient {
   tools(session: string, options: RequestOptions & { format: 'anthropic' }): Promise<ToolsResponse<AnthropicTool>>;
   tools(
     session: string,
+    options: RequestOptions & { format: 'openai-responses' },
+  ): Promise<ToolsResponse<OpenAiResponsesTool>>;
+  tools(
+    session: string,
     options: RequestOptions & { format?: WireFormat } = {},
-  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | AnthropicTool>> {
+  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | OpenAiResponsesTool | AnthropicTool>> {
     return this.json('GET', `/v1/sessions/${enc(session)}/tools${formatQuery(options.format)}`, options);
   }
 
@@ -150,8 +156,14 @@ export class TdClient {
     session: string,
     run: string,
     calls: readonly Call[],
+    options: SubmitRoundOptions & { format: 'openai-responses' },
+  ): Promise<OpenAiResponsesRoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
     options: SubmitRoundOptions = {},
-  ): Promise<RoundResponse | OpenAiRoundResponse | AnthropicRoundResponse> {
+  ): Promise<RoundResponse | OpenAiRoundResponse | OpenAiResponsesRoundResponse | AnthropicRoundResponse> {
     const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
