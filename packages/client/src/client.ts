@@ -12,6 +12,8 @@ import type {
   InputAnswer,
   InputAnswered,
   NeutralTool,
+  OpenAiResponsesRoundResponse,
+  OpenAiResponsesTool,
   OpenAiRoundResponse,
   OpenAiTool,
   ParkedInput,
@@ -138,8 +140,12 @@ export class TdClient {
   tools(session: string, options: RequestOptions & { format: 'anthropic' }): Promise<ToolsResponse<AnthropicTool>>;
   tools(
     session: string,
+    options: RequestOptions & { format: 'openai-responses' },
+  ): Promise<ToolsResponse<OpenAiResponsesTool>>;
+  tools(
+    session: string,
     options: RequestOptions & { format?: WireFormat } = {},
-  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | AnthropicTool>> {
+  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | OpenAiResponsesTool | AnthropicTool>> {
     return this.json('GET', `/v1/sessions/${enc(session)}/tools${formatQuery(options.format)}`, options);
   }
 
@@ -166,8 +172,14 @@ export class TdClient {
     session: string,
     run: string,
     calls: readonly Call[],
+    options: SubmitRoundOptions & { format: 'openai-responses' },
+  ): Promise<OpenAiResponsesRoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
     options: SubmitRoundOptions = {},
-  ): Promise<RoundResponse | OpenAiRoundResponse | AnthropicRoundResponse> {
+  ): Promise<RoundResponse | OpenAiRoundResponse | OpenAiResponsesRoundResponse | AnthropicRoundResponse> {
     const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
@@ -244,7 +256,7 @@ export class TdClient {
     const answering = answerParkedInputs(this, {
       session,
       run,
-      callIds: new Set(calls.map((c) => c.id)),
+      callIds: new Set(calls.map(callIdOf)),
       onInput,
       signal,
       pollIntervalMs: pollIntervalMs ?? DEFAULT_INPUT_POLL_MS,
@@ -378,6 +390,11 @@ export class TdClient {
     if (!res.ok) throw TdApiError.fromResponse(res.status, text);
     return JSON.parse(text) as T;
   }
+}
+
+/** A call's id in any of its shapes (OpenAI Responses: `call_id`; its `id` is the item's own). */
+function callIdOf(call: Call): string {
+  return 'call_id' in call ? call.call_id : call.id;
 }
 
 function formatQuery(format: WireFormat | undefined): string {

@@ -54,7 +54,16 @@ export interface AnthropicCall {
   input: unknown;
 }
 
-export type Call = NativeCall | OpenAiCall | AnthropicCall;
+/** OpenAI Responses `function_call` output item: the call's id is `call_id` (`id` is the item's own). */
+export interface OpenAiResponsesCall {
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+  id?: string;
+}
+
+export type Call = NativeCall | OpenAiCall | AnthropicCall | OpenAiResponsesCall;
 
 export interface SessionInput {
   provider: 'openai' | 'anthropic' | 'claude-code' | (string & {});
@@ -78,7 +87,7 @@ export interface Session {
   updatedAt: number;
 }
 
-export type WireFormat = 'neutral' | 'openai' | 'anthropic';
+export type WireFormat = 'neutral' | 'openai' | 'openai-responses' | 'anthropic';
 
 export interface NeutralTool {
   name: string;
@@ -89,6 +98,14 @@ export interface NeutralTool {
 export interface OpenAiTool {
   type: 'function';
   function: NeutralTool;
+}
+
+/** An entry of the Responses API's tools array (flat). */
+export interface OpenAiResponsesTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
 }
 
 export interface AnthropicTool {
@@ -124,6 +141,17 @@ export interface RoundResponse {
 
 export interface OpenAiRoundResponse extends RoundResponse {
   messages: OpenAiToolMessage[];
+}
+
+/** What the Responses API wants back for one `function_call` item. */
+export interface OpenAiFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string;
+}
+
+export interface OpenAiResponsesRoundResponse extends RoundResponse {
+  items: OpenAiFunctionCallOutput[];
 }
 
 export interface AnthropicRoundResponse extends RoundResponse {

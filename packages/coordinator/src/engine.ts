@@ -174,7 +174,7 @@ export class Engine implements Dispatcher {
   async toolsFor(session: string): Promise<ToolsView> {
     const state = await this.requireSession(session);
     const specs = sessionSpecs(this.tools, state.clientTools);
-    return buildToolsView(state.provider, specs, await runnableTools(this.executor, state));
+    return buildToolsView(state.provider, specs, await runnableTools(this.executor, state), new Set(state.fetched));
   }
 
   submitRound(input: SubmitRoundInput): Promise<RoundResponse> {

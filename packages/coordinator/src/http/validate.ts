@@ -32,8 +32,10 @@ export function requireId(value: unknown, what: string): string {
 export function parseFormat(query: unknown): WireFormat {
   const format = isObject(query) ? query.format : undefined;
   if (format === undefined || format === 'neutral') return 'neutral';
-  if (format === 'openai' || format === 'anthropic') return format;
-  throw invalid(`format must be "openai" or "anthropic" (or absent for the neutral shape); got ${quote(format)}`);
+  if (format === 'openai' || format === 'anthropic' || format === 'openai-responses') return format;
+  throw invalid(
+    `format must be "openai", "openai-responses" or "anthropic" (or absent for the neutral shape); got ${quote(format)}`,
+  );
 }
 
 /** The optional `Idempotency-Key` header, an id. */
@@ -80,7 +82,9 @@ export function parseRoundBody(body: unknown): unknown[] {
   }
   calls.forEach((call, i) => {
     if (!isObject(call)) throw invalid(`calls[${i}] must be an object`);
-    requireId(call.id, `calls[${i}].id`);
+    // OpenAI Responses: the call's id is call_id; `id` (the item's own, optional) is not checked.
+    if (call.type === 'function_call') requireId(call.call_id, `calls[${i}].call_id`);
+    else requireId(call.id, `calls[${i}].id`);
   });
   return calls;
 }
