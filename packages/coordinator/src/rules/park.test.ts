@@ -117,6 +117,16 @@ describe('parkedResult', () => {
     expect(client).toMatchObject({ status: 'ok', output: { v: 1 }, ranOn: 'client' });
   });
 
+  it('ends error/handler_error for a posted output over MAX_OUTPUT_BYTES, as for a worker’s', () => {
+    const big = parkedResult(
+      { ...planned, name: 'ui_pick' },
+      { by: 'answer', answer: { output: 'x'.repeat(3 * 1024 * 1024) } },
+      at,
+    );
+    expect(big).toMatchObject({ status: 'error', error: { code: 'handler_error' } });
+    expect(big.error?.message).toMatch(/over the limit of 2097152 bytes/);
+  });
+
   it('ends error/handler_error with the posted message for an error answer', () => {
     expect(end({ by: 'answer', answer: { error: 'no idea' } })).toMatchObject({
       status: 'error',

@@ -1,4 +1,11 @@
-import { assertNever, type CallResult, FAILURES, type FailureKind, type ToolSpec } from '@tool-dispatch/shared';
+import {
+  assertNever,
+  type CallResult,
+  FAILURES,
+  type FailureKind,
+  MAX_OUTPUT_BYTES,
+  type ToolSpec,
+} from '@tool-dispatch/shared';
 import type { InputAnswer, InputKind, InputSettlement, ParkedInput, PlannedCall, RoundRef } from '../model.js';
 
 /** The built-in interactive tool whose answer is checked against its `choices` and given as `{answer}`. */
@@ -90,9 +97,13 @@ export function parkedResult(
     case 'answer': {
       const a = settlement.answer;
       const ranOn = at.kind === 'interactive' ? 'person' : 'client';
-      if ('output' in a) return { ...base, status: 'ok', output: parkedOutput(p.name, a.output), ranOn };
+      const bytes = 'output' in a ? Buffer.byteLength(JSON.stringify(a.output) ?? 'null') : 0;
+      if ('output' in a && bytes <= MAX_OUTPUT_BYTES)
+        return { ...base, status: 'ok', output: parkedOutput(p.name, a.output), ranOn };
       kind = 'handler_threw';
-      message = a.error;
+      // As for a worker's output: past the limit, the call fails saying so (MAX_OUTPUT_BYTES).
+      message =
+        'error' in a ? a.error : `the posted output is ${bytes} bytes, over the limit of ${MAX_OUTPUT_BYTES} bytes`;
       break;
     }
     case 'timeout':
