@@ -109,6 +109,7 @@ describe('when a coordinator dies while a call is parked', () => {
 
     const calls = [
       { id: 'ask', name: 'ask_user', args: { question: 'Deploy now?', choices: ['yes', 'no'] } },
+      { id: 'then', name: 'ask_user', args: { question: 'Tell the team?' } },
       { id: 'cmd', name: 'run_command', args: { command: 'echo deployed >> deploys.txt; cat deploys.txt' } },
     ];
     const key = { 'idempotency-key': 'parked-retry-1' };
@@ -127,18 +128,35 @@ describe('when a coordinator dies while a call is parked', () => {
     expect(answered.status).toBe(200);
     expect(answered.json).toEqual({ inputId: parked.inputId, status: 'ok' });
 
-    const retried = await api(b.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key);
+    // The retry waits for the round, which b takes over once a's lease lapses: the first call is
+    // answered from what was posted meanwhile; b parks the next one, answered while b waits.
+    const retry = api(b.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key);
+    const next = await until(
+      async () =>
+        (await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json?.inputs?.find(
+          (i: { callId: string }) => i.callId === 'then',
+        ),
+      30_000,
+      'the second ask_user parked by the coordinator that took the round over',
+    );
+    expect(
+      (await api(b.port, 'POST', `/v1/sessions/${session}/inputs/${next.inputId}`, { output: 'later' })).status,
+    ).toBe(200);
+    const retried = await retry;
     expect(retried.status).toBe(200);
     expect(retried.json.results.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual([
       ['ask', 'ok'],
+      ['then', 'ok'],
       ['cmd', 'ok'],
     ]);
     expect(retried.json.results[0].output).toEqual({ answer: 'yes' });
-    expect(retried.json.results[1].output.stdout).toBe('deployed\n');
+    expect(retried.json.results[1].output).toEqual({ answer: 'later' });
+    expect(retried.json.results[2].output.stdout).toBe('deployed\n');
     expect(b.output.join('')).toMatch(/taking over round/);
     expect((await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json.inputs).toEqual([]);
     const history = (await api(b.port, 'GET', `/v1/sessions/${session}/history`)).json.results as Array<{ id: string }>;
     expect(history.filter((e) => e.id === 'ask')).toHaveLength(1);
+    expect(history.filter((e) => e.id === 'then')).toHaveLength(1);
     expect(history.filter((e) => e.id === 'cmd')).toHaveLength(1);
   }, 120_000);
 });
