@@ -24,30 +24,35 @@ export class MemoryInputHub implements InputHub {
   }
 
   wait(input: ParkedInput, options: { signal: AbortSignal; release?: AbortSignal }): Promise<InputWait> {
+    const held = this.settled.get(input.inputId);
+    if (held) return Promise.resolve(held.settlement);
     const { signal, release } = options;
+    const { inputId } = input;
     return new Promise<InputWait>((resolve) => {
-      const held = this.settled.get(input.inputId);
-      if (held) return resolve(held.settlement);
+      let done = false;
       const finish = (w: InputWait) => {
+        if (done) return;
+        done = true;
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         release?.removeEventListener('abort', onRelease);
-        this.waiters.get(input.inputId)?.delete(finish);
-        if (this.waiters.get(input.inputId)?.size === 0) this.waiters.delete(input.inputId);
+        const set = this.waiters.get(inputId);
+        set?.delete(finish);
+        if (set?.size === 0) this.waiters.delete(inputId);
         resolve(w);
       };
-      const onAbort = () => finish(this.settleOne(input.inputId, { by: 'cancelled' }));
+      const settleAs = (s: InputSettlement) => finish(this.settleOne(inputId, s));
+      const onAbort = () => settleAs({ by: 'cancelled' });
       const onRelease = () => finish({ by: 'released' });
       const timer = setTimeout(
-        function inputTimedOut(hub: MemoryInputHub) {
-          finish(hub.settleOne(input.inputId, { by: 'timeout' }));
+        function inputTimedOut() {
+          settleAs({ by: 'timeout' });
         },
         Math.max(0, input.deadline - this.now()),
-        this,
       );
-      const set = this.waiters.get(input.inputId) ?? new Set();
+      const set = this.waiters.get(inputId) ?? new Set();
       set.add(finish);
-      this.waiters.set(input.inputId, set);
+      this.waiters.set(inputId, set);
       if (signal.aborted) onAbort();
       else if (release?.aborted) onRelease();
       else {
