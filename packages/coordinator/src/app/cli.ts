@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   type DispatchConfig,
@@ -96,11 +99,29 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   exitOnSignals(running.stop, log);
 }
 
+/** This package's version, from the nearest package.json above this file (src under tsx, dist when bundled). */
+function packageVersion(): string {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === '@tool-dispatch/coordinator' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here: look further up
+    }
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
+}
+
 export function buildCli(): Command {
   const program = new Command('tool-dispatch')
     .description('Checks, runs and records the tool calls of LLM agents: a coordinator and workers.')
+    .version(`tool-dispatch ${packageVersion()}`, '-V, --version', 'print the version')
     .addHelpText('after', ENVIRONMENT)
-    .showHelpAfterError();
+    // A mistake gets one line and where to look, not the whole help.
+    .showHelpAfterError('(tool-dispatch --help lists the commands, variables and limits)');
 
   program
     .command('coordinator')
