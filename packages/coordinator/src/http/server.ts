@@ -28,7 +28,7 @@ const DISCARD_BODY_MS = 10_000;
 
 export interface BuildServerOptions {
   dispatcher: Dispatcher;
-  /** When set, every route but /healthz, /readyz and /metrics needs `Authorization: Bearer <token>`. */
+  /** When set, every route but /healthz, /readyz, /metrics and /openapi.json needs `Authorization: Bearer <token>`. */
   apiToken?: string | undefined;
   /** Prometheus exposition for GET /metrics; a minimal valid one when absent. */
   metricsText?: () => Promise<string>;
