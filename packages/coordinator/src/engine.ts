@@ -2,7 +2,6 @@ import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  assertNever,
   type DispatchConfig,
   type Executor,
   isValidId,
@@ -26,8 +25,8 @@ import type {
   SubmitRoundInput,
   ToolsView,
 } from './model.js';
-import { answerConfirmation } from './passes/gate.js';
-import { answerInput } from './passes/park.js';
+import { answerConfirmation, confirmationAnswered } from './passes/gate.js';
+import { answerInput, inputAnswered } from './passes/park.js';
 import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
 import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
@@ -209,23 +208,7 @@ export class Engine implements Dispatcher {
     decision: { approve: boolean; remember: boolean },
   ): Promise<PendingConfirmation> {
     await this.requireSession(session);
-    const out = await answerConfirmation(this, session, idOrCallId, decision);
-    switch (out.kind) {
-      case 'answered':
-        return out.confirmation;
-      case 'not_found':
-        throw new RequestError(
-          'confirmation_not_found',
-          `nothing is pending under ${idOrCallId} in session ${session}`,
-        );
-      case 'ambiguous':
-        throw new RequestError(
-          'confirmation_ambiguous',
-          `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
-        );
-      default:
-        return assertNever(out, 'confirmation answer');
-    }
+    return confirmationAnswered(await answerConfirmation(this, session, idOrCallId, decision), session, idOrCallId);
   }
 
   async pendingInputs(session: string): Promise<ParkedInput[]> {
@@ -239,23 +222,7 @@ export class Engine implements Dispatcher {
     answer: InputAnswer,
   ): Promise<{ inputId: string; status: 'ok' | 'error' }> {
     await this.requireSession(session);
-    const out = await answerInput(this.inputs, session, idOrCallId, answer);
-    switch (out.kind) {
-      case 'answered':
-        return { inputId: out.input.inputId, status: out.status };
-      case 'not_found':
-        throw new RequestError(
-          'input_not_found',
-          `nothing is parked under ${idOrCallId} in session ${session} (answered already, timed out, cancelled, or never)`,
-        );
-      case 'ambiguous':
-        throw new RequestError(
-          'input_ambiguous',
-          `${out.count} parked calls have call id ${idOrCallId}; answer by inputId`,
-        );
-      case 'refused':
-        throw new RequestError('invalid_request', out.problem);
-    }
+    return inputAnswered(await answerInput(this.inputs, session, idOrCallId, answer), session, idOrCallId);
   }
 
   async cancelRun(session: string, run: string): Promise<number> {

@@ -1,4 +1,4 @@
-import type { CallResult } from '@tool-dispatch/shared';
+import { assertNever, type CallResult } from '@tool-dispatch/shared';
 import type { EventBus } from '../events/event-bus.js';
 import type { InputHub, InputWait } from '../inputs/input-hub.js';
 import type {
@@ -92,4 +92,30 @@ export async function answerInput(
   if (problem) return { kind: 'refused', problem };
   if ((await inputs.answer(session, found.input.inputId, answer)) === 'not_found') return { kind: 'not_found' };
   return { kind: 'answered', input: found.input, status: 'output' in answer ? 'ok' : 'error' };
+}
+
+/** An answer's outcome as the API sees it: `{inputId, status}`, or why nothing was answered (a RequestError). */
+export function inputAnswered(
+  out: AnswerInputOutcome,
+  session: string,
+  idOrCallId: string,
+): { inputId: string; status: 'ok' | 'error' } {
+  switch (out.kind) {
+    case 'answered':
+      return { inputId: out.input.inputId, status: out.status };
+    case 'not_found':
+      throw new RequestError(
+        'input_not_found',
+        `nothing is parked under ${idOrCallId} in session ${session} (answered already, timed out, cancelled, or never)`,
+      );
+    case 'ambiguous':
+      throw new RequestError(
+        'input_ambiguous',
+        `${out.count} parked calls have call id ${idOrCallId}; answer by inputId`,
+      );
+    case 'refused':
+      throw new RequestError('invalid_request', out.problem);
+    default:
+      return assertNever(out, 'input answer');
+  }
 }
