@@ -1,13 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type DispatchConfig,
-  type Executor,
-  isValidId,
-  newId,
-  type ToolDefinition,
-} from '@tool-dispatch/shared';
+import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
 import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
