@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
 

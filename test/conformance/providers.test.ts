@@ -18,11 +18,14 @@ const RUNNABLE = [
   // Answered by the coordinator from the session's history (API.md v1.1).
   'file_history',
   'error_history',
+  // Answered by a person through the inputs endpoints (API.md v1.1 parked calls).
+  'ask_user',
 ];
 const DEFERRED = RUNNABLE.filter((n) => n !== 'find_tools');
 
-const ASK_USER = {
-  name: 'ask_user',
+// Not `ask_user`: that is a built-in (interactive) now, and a client tool cannot take its name.
+const ASK_PERSON = {
+  name: 'ask_person',
   description: 'Ask the person at the keyboard a question.',
   parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] },
 };
@@ -63,7 +66,7 @@ describeModes('providers, deferred schemas and client tools', (mode) => {
 
     it('answers the openai and anthropic shapes of the tools array', async () => {
       const s = uid('s');
-      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_USER] });
+      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_PERSON] });
       const openai = await tools(s, 'openai');
       for (const t of openai.tools) {
         expect(t.type).toBe('function');
@@ -78,8 +81,8 @@ describeModes('providers, deferred schemas and client tools', (mode) => {
         expect(Object.keys(t).sort()).toEqual(['description', 'input_schema', 'name']);
         expect((t.input_schema as { type: string }).type).toBe('object');
       }
-      expect(sorted(namesOf(openai.tools))).toEqual(['ask_user', 'find_tools', 'run_tool']);
-      expect(sorted(namesOf(anthropic.tools))).toEqual(['ask_user', 'find_tools', 'run_tool']);
+      expect(sorted(namesOf(openai.tools))).toEqual(['ask_person', 'find_tools', 'run_tool']);
+      expect(sorted(namesOf(anthropic.tools))).toEqual(['ask_person', 'find_tools', 'run_tool']);
     });
 
     it('returns a deferred tool’s schema on its first call (with problems), and runs it on the next', async () => {
@@ -172,41 +175,54 @@ describeModes('providers, deferred schemas and client tools', (mode) => {
       'are in the tools array of the session that declared them (%s), in every format',
       async (provider) => {
         const s = uid('s');
-        await f.api.putSession(s, { provider, clientTools: [ASK_USER, PICK_FILE] });
+        await f.api.putSession(s, { provider, clientTools: [ASK_PERSON, PICK_FILE] });
         for (const format of [undefined, 'openai', 'anthropic']) {
           const names = namesOf((await tools(s, format)).tools);
-          expect(names).toContain('ask_user');
+          expect(names).toContain('ask_person');
           expect(names).toContain('pick_file');
         }
-        const neutral = (await tools(s)).tools.find((t) => t.name === 'ask_user');
+        const neutral = (await tools(s)).tools.find((t) => t.name === 'ask_person');
         expect(neutral).toEqual({
-          name: 'ask_user',
-          description: ASK_USER.description,
-          parameters: ASK_USER.parameters,
+          name: 'ask_person',
+          description: ASK_PERSON.description,
+          parameters: ASK_PERSON.parameters,
         });
       },
     );
 
     it.each(['openai', 'claude-code'])(
-      'start fetched and are never run by the dispatcher: a call ends unknown saying the client runs it (%s)',
+      'start fetched and are parked for their client, never run by the dispatcher (%s; after a confirmation when flagged)',
       async (provider) => {
         const s = uid('s');
-        await f.api.putSession(s, { provider, clientTools: [ASK_USER, PICK_FILE] });
+        await f.api.putSession(s, { provider, clientTools: [ASK_PERSON, PICK_FILE] });
         const calls = [
-          direct('ask_user', { question: 'ok?' }),
+          direct('ask_person', { question: 'ok?' }),
           direct('pick_file', {}),
-          ...(provider === 'openai' ? [rt('ask_user', { question: 'via run_tool' })] : []),
+          ...(provider === 'openai' ? [rt('ask_person', { question: 'via run_tool' })] : []),
         ];
-        const b = await f.api.round(s, uid('run'), calls);
-        for (const r of b.results) {
-          expect(r, JSON.stringify(r)).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
-          expect(r.error?.message).toMatch(/client/i);
+        const round = f.api.round(s, uid('run'), calls);
+        round.catch(() => undefined);
+        // pick_file is flagged confirm: its confirmation comes first, then it is parked like the others.
+        const [confirmation] = await f.api.waitPending(s, 1);
+        expect(confirmation?.name).toBe('pick_file');
+        await f.api.answer(s, confirmation?.confirmationId ?? '', { approve: true });
+        for (const call of calls) {
+          let parked: Array<{ inputId: string; callId: string; kind: string }> = [];
+          for (const end = Date.now() + 15_000; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) {
+            parked = (await f.api.request('GET', `/v1/sessions/${s}/inputs`)).json.inputs;
+            if (parked.some((p) => p.callId === call.id)) break;
+          }
+          const input = parked.find((p) => p.callId === call.id);
+          expect(input?.kind).toBe('client');
+          const a = await f.api.request('POST', `/v1/sessions/${s}/inputs/${input?.inputId}`, { output: call.id });
+          expect(a.status, a.text).toBe(200);
         }
-        expect(b.results.map((r) => r.name)).toEqual(calls.map((c) => (c.name === 'run_tool' ? 'ask_user' : c.name)));
-        expect(await f.api.pending(s)).toEqual([]);
-        const recorded = await f.api.history(s, 'ask_user');
+        const b = await round;
+        expect(b.results.map((r) => [r.status, r.output])).toEqual(calls.map((c) => ['ok', c.id]));
+        expect(b.results.map((r) => r.name)).toEqual(calls.map((c) => (c.name === 'run_tool' ? 'ask_person' : c.name)));
+        const recorded = await f.api.history(s, 'ask_person');
         expect(recorded.map((e) => e.status)).toEqual(
-          calls.filter((c) => JSON.stringify(c).includes('ask_user')).map(() => 'unknown'),
+          calls.filter((c) => JSON.stringify(c).includes('ask_person')).map(() => 'ok'),
         );
       },
     );
@@ -214,38 +230,38 @@ describeModes('providers, deferred schemas and client tools', (mode) => {
     it('belong to their session only', async () => {
       const mine = uid('s');
       const other = uid('s');
-      await f.api.putSession(mine, { provider: 'openai', clientTools: [ASK_USER] });
+      await f.api.putSession(mine, { provider: 'openai', clientTools: [ASK_PERSON] });
       await f.api.putSession(other, { provider: 'openai' });
-      expect(namesOf((await tools(other)).tools)).not.toContain('ask_user');
-      expect((await f.api.one(other, direct('ask_user', { question: 'x' }))).status).toBe('refused');
+      expect(namesOf((await tools(other)).tools)).not.toContain('ask_person');
+      expect((await f.api.one(other, direct('ask_person', { question: 'x' }))).status).toBe('refused');
     });
 
     it('are replaced when the session is PUT again', async () => {
       const s = uid('s');
-      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_USER] });
+      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_PERSON] });
       await f.api.putSession(s, { provider: 'openai', clientTools: [PICK_FILE] });
       const names = namesOf((await tools(s)).tools);
       expect(names).toContain('pick_file');
-      expect(names).not.toContain('ask_user');
+      expect(names).not.toContain('ask_person');
     });
 
     it('answer 400 for a definition that is malformed, repeated, or names a built-in, and change nothing', async () => {
       const s = uid('s');
-      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_USER] });
+      await f.api.putSession(s, { provider: 'openai', clientTools: [ASK_PERSON] });
       const bad = [
         [{ name: 'x', description: 'no parameters' }],
-        [{ ...ASK_USER, parameters: { type: 'nope' } }],
-        [ASK_USER, ASK_USER],
-        [{ ...ASK_USER, name: 'run_command' }],
-        [{ ...ASK_USER, name: 'run_tool' }],
-        [{ ...ASK_USER, concurrency: 'fast' }],
+        [{ ...ASK_PERSON, parameters: { type: 'nope' } }],
+        [ASK_PERSON, ASK_PERSON],
+        [{ ...ASK_PERSON, name: 'run_command' }],
+        [{ ...ASK_PERSON, name: 'run_tool' }],
+        [{ ...ASK_PERSON, concurrency: 'fast' }],
       ];
       for (const clientTools of bad) {
         const r = await f.api.request('PUT', `/v1/sessions/${s}`, { provider: 'openai', clientTools });
         expect(r.status, `${JSON.stringify(clientTools)} → ${r.text}`).toBe(400);
         expect(typeof r.json?.error?.message).toBe('string');
       }
-      expect(namesOf((await tools(s)).tools)).toContain('ask_user');
+      expect(namesOf((await tools(s)).tools)).toContain('ask_person');
     });
   });
 

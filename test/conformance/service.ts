@@ -240,6 +240,26 @@ function spawnGroup(label: string, args: string[], env: Record<string, string>, 
   };
 }
 
+/** One more coordinator process of a distributed service (same Redis, prefix, workspaces and log), on a free port. */
+export async function startExtraCoordinator(
+  service: Service,
+  label = 'coordinator-2',
+): Promise<{ base: string; group: ProcessGroup }> {
+  if (service.mode !== 'distributed') throw new Error('a second coordinator needs distributed mode');
+  const port = await freePort();
+  const logFile = path.join(path.dirname(service.root), 'service.log');
+  const group = spawnGroup(label, ['coordinator', '--port', String(port), '--host', '127.0.0.1'], service.env, logFile);
+  try {
+    await group.waitLine(/listening on/, START_TIMEOUT_MS);
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(base, service.env.TD_API_TOKEN, group);
+    return { base, group };
+  } catch (e) {
+    await stopGroup(group);
+    throw e;
+  }
+}
+
 /** SIGTERM the group, SIGKILL whatever is left of it after the grace period. */
 export async function stopGroup(g: ProcessGroup, graceMs = STOP_GRACE_MS): Promise<void> {
   if (g.pid <= 0) return;

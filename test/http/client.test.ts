@@ -209,4 +209,66 @@ describe('TdClient.events', () => {
     );
     expect(error.status).toBe(404);
   });
+
+  describe('parked calls', () => {
+    const LOOKUP = { name: 'ui_lookup', description: 'Looks up on the client.', parameters: { type: 'object' } };
+
+    it('lists parked calls and answers them by inputId or callId, with 404, 409 and 400 as TdApiError', async () => {
+      const s = uid('s');
+      await client.putSession(s, { provider: 'claude-code', clientTools: [LOOKUP] });
+      await client.submitRound(s, uid('setup'), [{ id: 'f', name: 'find_tools', args: { names: ['ask_user'] } }]);
+      const run = uid('run');
+      const round = client.submitRound(s, run, [
+        { id: 'q', name: 'ask_user', args: { question: 'Which?', choices: ['a', 'b'] } },
+        { id: 'l', name: 'ui_lookup', args: { k: 1 } },
+      ]);
+      let parked = await client.inputs(s);
+      for (let i = 0; i < 200 && parked.length === 0; i++) {
+        await sleep(10);
+        parked = await client.inputs(s);
+      }
+      expect(parked).toEqual([expect.objectContaining({ kind: 'interactive', callId: 'q', name: 'ask_user', run })]);
+      expect((await apiError(client.answerInput(s, 'q', { output: 'c' }))).status).toBe(400);
+      expect(await client.answerInput(s, 'q', { output: 'b' })).toEqual({ inputId: parked[0]?.inputId, status: 'ok' });
+      expect((await apiError(client.answerInput(s, parked[0]?.inputId ?? '', { output: 'a' }))).status).toBe(404);
+      for (let i = 0; i < 200 && (await client.inputs(s)).length === 0; i++) await sleep(10);
+      expect(await client.answerInput(s, 'l', { error: 'offline' })).toMatchObject({ status: 'error' });
+      const { results } = await round;
+      expect(results.map((r) => [r.status, r.output ?? r.error?.message])).toEqual([
+        ['ok', { answer: 'b' }],
+        ['error', 'offline'],
+      ]);
+    });
+
+    it('runs a round answering its parked calls through onInput, asking again after a refused answer', async () => {
+      const s = uid('s');
+      await client.putSession(s, { provider: 'claude-code', clientTools: [LOOKUP] });
+      await client.submitRound(s, uid('setup'), [{ id: 'f', name: 'find_tools', args: { names: ['ask_user'] } }]);
+      const asked: string[] = [];
+      const { results } = await client.runRound(
+        s,
+        uid('run'),
+        [
+          { id: 'q', name: 'ask_user', args: { question: 'Which?', choices: ['yes'] } },
+          { id: 'l', name: 'ui_lookup', args: { k: 2 } },
+          { id: 'x', name: 'ui_lookup', args: { k: 3 } },
+        ],
+        {
+          pollIntervalMs: 50,
+          onInput: (input) => {
+            asked.push(input.callId);
+            if (input.callId === 'x') throw new Error('the client could not do it');
+            if (input.name === 'ask_user') return { output: asked.length === 1 ? 'no' : 'yes' };
+            return { output: { k: input.args.k } };
+          },
+        },
+      );
+      expect(results.map((r) => [r.status, r.output ?? r.error?.message])).toEqual([
+        ['ok', { answer: 'yes' }],
+        ['ok', { k: 2 }],
+        ['error', 'the client could not do it'],
+      ]);
+      expect(asked).toEqual(['q', 'q', 'l', 'x']);
+    });
+  });
 });

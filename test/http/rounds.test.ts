@@ -70,6 +70,38 @@ describe('POST /v1/sessions/{session}/runs/{run}/rounds', () => {
       expect(b.messages[1].content).toBe(b.results[1].error.message);
     });
 
+    it('runs OpenAI Responses function_call items by their call_id and adds function_call_output items for format=openai-responses', async () => {
+      const s = await calcSession();
+      const item = (callId: string, name: string, args: string, itemId?: string) => ({
+        type: 'function_call',
+        ...(itemId ? { id: itemId } : {}),
+        call_id: callId,
+        name,
+        arguments: args,
+      });
+      const calls = [
+        item(uid('call'), 'run_tool', JSON.stringify({ name: 'calculate', args: { expression: '2+3' } }), 'fc_123'),
+        item(uid('call'), 'run_tool', '{not json'),
+      ];
+      const b = await round(h, s, uid('run'), calls, '?format=openai-responses');
+      expect(b.results.map((r: { id: string }) => r.id)).toEqual(calls.map((c) => c.call_id));
+      expect(b.results.map((r: { status: string }) => r.status)).toEqual(['ok', 'invalid']);
+      expect(b.items).toEqual([
+        { type: 'function_call_output', call_id: calls[0]?.call_id, output: JSON.stringify({ value: 5 }) },
+        { type: 'function_call_output', call_id: calls[1]?.call_id, output: b.results[1].error.message },
+      ]);
+      expect(b.messages).toBeUndefined();
+    });
+
+    it('answers 400 for a function_call item without a valid call_id, and runs nothing', async () => {
+      const s = await calcSession();
+      const r = await h.api('POST', `/v1/sessions/${s}/runs/${uid('run')}/rounds`, {
+        calls: [{ type: 'function_call', id: 'fc_1', name: 'calculate', arguments: '{}' }],
+      });
+      expect(r.status).toBe(400);
+      expect(r.json.error.message).toMatch(/call_id/);
+    });
+
     it('runs Anthropic tool_use blocks and adds tool_result blocks for format=anthropic', async () => {
       const s = await calcSession('anthropic');
       const calls = [

@@ -98,6 +98,18 @@ describe('GET /v1/sessions/{session}/tools', () => {
     }
   });
 
+  it('answers flat {type: "function", name, description, parameters} entries for format=openai-responses', async () => {
+    const s = uid('s');
+    await putSession(h, s, { provider: 'openai' });
+    const r = await h.api('GET', `/v1/sessions/${s}/tools?format=openai-responses`);
+    expect(r.status).toBe(200);
+    expect(r.json.tools.map((t: { name: string }) => t.name)).toEqual(['find_tools', 'run_tool']);
+    for (const t of r.json.tools) {
+      expect(Object.keys(t).sort()).toEqual(['description', 'name', 'parameters', 'type']);
+      expect(t.type).toBe('function');
+    }
+  });
+
   it('answers {name, description, input_schema} entries for format=anthropic', async () => {
     const s = uid('s');
     await putSession(h, s, { provider: 'claude-code' });
@@ -115,7 +127,7 @@ describe('GET /v1/sessions/{session}/tools', () => {
   it('lists client tools in the tools array', async () => {
     const s = uid('s');
     const clientTool = {
-      name: 'ask_user',
+      name: 'ask_person',
       description: 'Ask the user a question.',
       parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'] },
     };

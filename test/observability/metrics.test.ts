@@ -121,6 +121,7 @@ describe('the coordinator’s /metrics', () => {
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',
       td_confirmations_pending: 'gauge',
+      td_inputs_pending: 'gauge',
       td_queue_jobs: 'gauge',
       td_workers_alive: 'gauge',
     });

@@ -1,4 +1,5 @@
 import { TdApiError } from './errors.js';
+import { answerParkedInputs } from './parked-inputs.js';
 import { type RawSseEvent, SseParser } from './sse-parser.js';
 import type {
   AnthropicRoundResponse,
@@ -8,9 +9,14 @@ import type {
   Confirmation,
   ConfirmationAnswer,
   HistoryEntry,
+  InputAnswer,
+  InputAnswered,
   NeutralTool,
+  OpenAiResponsesRoundResponse,
+  OpenAiResponsesTool,
   OpenAiRoundResponse,
   OpenAiTool,
+  ParkedInput,
   RoundResponse,
   Session,
   SessionInput,
@@ -46,6 +52,16 @@ export interface SubmitRoundOptions extends RequestOptions {
   format?: WireFormat;
 }
 
+/** Answers one parked call of a round (`runRound`); a throw answers it `{error: <message>}`. */
+export type InputHandler = (input: ParkedInput) => InputAnswer | Promise<InputAnswer>;
+
+export interface RunRoundOptions extends Omit<SubmitRoundOptions, 'format'> {
+  /** Called once for each parked call of this round (ask_user, interactive or client tools). */
+  onInput: InputHandler;
+  /** How often the parked calls are also listed, in case an `input.requested` event was missed (default 1000 ms). */
+  pollIntervalMs?: number;
+}
+
 export interface EventsOptions {
   /** Resume after this event id (what the last event you handled carried). */
   lastEventId?: string;
@@ -60,12 +76,14 @@ export interface EventsOptions {
 const EVENT_NAMES: ReadonlySet<string> = new Set([
   'round.started',
   'confirm.requested',
+  'input.requested',
   'tool.result',
   'round.completed',
 ]);
 
 const enc = encodeURIComponent;
 const DEFAULT_RETRY_MS = 1000;
+const DEFAULT_INPUT_POLL_MS = 1000;
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -122,8 +140,12 @@ export class TdClient {
   tools(session: string, options: RequestOptions & { format: 'anthropic' }): Promise<ToolsResponse<AnthropicTool>>;
   tools(
     session: string,
+    options: RequestOptions & { format: 'openai-responses' },
+  ): Promise<ToolsResponse<OpenAiResponsesTool>>;
+  tools(
+    session: string,
     options: RequestOptions & { format?: WireFormat } = {},
-  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | AnthropicTool>> {
+  ): Promise<ToolsResponse<NeutralTool | OpenAiTool | OpenAiResponsesTool | AnthropicTool>> {
     return this.json('GET', `/v1/sessions/${enc(session)}/tools${formatQuery(options.format)}`, options);
   }
 
@@ -150,8 +172,14 @@ export class TdClient {
     session: string,
     run: string,
     calls: readonly Call[],
+    options: SubmitRoundOptions & { format: 'openai-responses' },
+  ): Promise<OpenAiResponsesRoundResponse>;
+  submitRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
     options: SubmitRoundOptions = {},
-  ): Promise<RoundResponse | OpenAiRoundResponse | AnthropicRoundResponse> {
+  ): Promise<RoundResponse | OpenAiRoundResponse | OpenAiResponsesRoundResponse | AnthropicRoundResponse> {
     const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
@@ -189,6 +217,56 @@ export class TdClient {
       ...options,
       body: decision,
     });
+  }
+
+  /** The session's parked calls waiting for an answer, oldest first. */
+  async inputs(session: string, options: RequestOptions = {}): Promise<ParkedInput[]> {
+    const body = await this.json<{ inputs: ParkedInput[] }>('GET', `/v1/sessions/${enc(session)}/inputs`, options);
+    return body.inputs;
+  }
+
+  /**
+   * Answers a parked call by its inputId, or by a callId only one parked call has: `{output}`
+   * ends it ok, `{error}` ends it error/handler_error. TdApiError 404 when nothing is parked
+   * under the id, 409 when several calls have it, 400 for an ask_user answer outside its choices.
+   */
+  answerInput(
+    session: string,
+    idOrCallId: string,
+    answer: InputAnswer,
+    options: RequestOptions = {},
+  ): Promise<InputAnswered> {
+    return this.json('POST', `/v1/sessions/${enc(session)}/inputs/${enc(idOrCallId)}`, { ...options, body: answer });
+  }
+
+  /**
+   * Submits a round and, while it waits, answers each of its parked calls through `onInput`
+   * (heard from the event stream, and from a poll of `inputs()` as a safety net), so an agent
+   * backend's loop stays one call. A parked call whose answer is refused (400) is asked again.
+   */
+  async runRound(
+    session: string,
+    run: string,
+    calls: readonly Call[],
+    options: RunRoundOptions,
+  ): Promise<RoundResponse> {
+    const { onInput, pollIntervalMs, ...submit } = options;
+    const stop = new AbortController();
+    const signal = submit.signal ? AbortSignal.any([submit.signal, stop.signal]) : stop.signal;
+    const answering = answerParkedInputs(this, {
+      session,
+      run,
+      callIds: new Set(calls.map(callIdOf)),
+      onInput,
+      signal,
+      pollIntervalMs: pollIntervalMs ?? DEFAULT_INPUT_POLL_MS,
+    });
+    try {
+      return await this.submitRound(session, run, calls, submit);
+    } finally {
+      stop.abort();
+      await answering;
+    }
   }
 
   /** Every result recorded in the session (or one tool's), oldest first. */
@@ -312,6 +390,11 @@ export class TdClient {
     if (!res.ok) throw TdApiError.fromResponse(res.status, text);
     return JSON.parse(text) as T;
   }
+}
+
+/** A call's id in any of its shapes (OpenAI Responses: `call_id`; its `id` is the item's own). */
+function callIdOf(call: Call): string {
+  return 'call_id' in call ? call.call_id : call.id;
 }
 
 function formatQuery(format: WireFormat | undefined): string {

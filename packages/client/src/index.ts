@@ -1,4 +1,11 @@
-export type { EventsOptions, RequestOptions, SubmitRoundOptions, TdClientOptions } from './client.js';
+export type {
+  EventsOptions,
+  InputHandler,
+  RequestOptions,
+  RunRoundOptions,
+  SubmitRoundOptions,
+  TdClientOptions,
+} from './client.js';
 export { TdClient } from './client.js';
 export { TdApiError } from './errors.js';
 export type { RawSseEvent } from './sse-parser.js';
@@ -17,12 +24,21 @@ export type {
   ErrorBody,
   ErrorCode,
   HistoryEntry,
+  InputAnswer,
+  InputAnswered,
+  InputKind,
+  InputRequestedEvent,
   NativeCall,
   NeutralTool,
   OpenAiCall,
+  OpenAiFunctionCallOutput,
+  OpenAiResponsesCall,
+  OpenAiResponsesRoundResponse,
+  OpenAiResponsesTool,
   OpenAiRoundResponse,
   OpenAiTool,
   OpenAiToolMessage,
+  ParkedInput,
   ResultError,
   RoundCompletedEvent,
   RoundResponse,

@@ -54,7 +54,16 @@ export interface AnthropicCall {
   input: unknown;
 }
 
-export type Call = NativeCall | OpenAiCall | AnthropicCall;
+/** OpenAI Responses `function_call` output item: the call's id is `call_id` (`id` is the item's own). */
+export interface OpenAiResponsesCall {
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+  id?: string;
+}
+
+export type Call = NativeCall | OpenAiCall | AnthropicCall | OpenAiResponsesCall;
 
 export interface SessionInput {
   provider: 'openai' | 'anthropic' | 'claude-code' | (string & {});
@@ -78,7 +87,7 @@ export interface Session {
   updatedAt: number;
 }
 
-export type WireFormat = 'neutral' | 'openai' | 'anthropic';
+export type WireFormat = 'neutral' | 'openai' | 'openai-responses' | 'anthropic';
 
 export interface NeutralTool {
   name: string;
@@ -89,6 +98,14 @@ export interface NeutralTool {
 export interface OpenAiTool {
   type: 'function';
   function: NeutralTool;
+}
+
+/** An entry of the Responses API's tools array (flat). */
+export interface OpenAiResponsesTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
 }
 
 export interface AnthropicTool {
@@ -124,6 +141,17 @@ export interface RoundResponse {
 
 export interface OpenAiRoundResponse extends RoundResponse {
   messages: OpenAiToolMessage[];
+}
+
+/** What the Responses API wants back for one `function_call` item. */
+export interface OpenAiFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string;
+}
+
+export interface OpenAiResponsesRoundResponse extends RoundResponse {
+  items: OpenAiFunctionCallOutput[];
 }
 
 export interface AnthropicRoundResponse extends RoundResponse {
@@ -164,6 +192,31 @@ export interface ConfirmationAnswer {
   remember: boolean;
 }
 
+/** Who answers a parked call: a person (`interactive`, ask_user among them) or the agent backend's client. */
+export type InputKind = 'interactive' | 'client';
+
+/** A parked call waiting for its answer (`GET .../inputs`, the `input.requested` event). */
+export interface ParkedInput {
+  /** Unique across rounds; answer with it (or with the callId, when only one parked call has it). */
+  inputId: string;
+  kind: InputKind;
+  round: string;
+  run: string;
+  callId: string;
+  /** The tool, run_tool unwrapped. */
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** An answer to a parked call: its output (ok), or an error message (error/handler_error). */
+export type InputAnswer = { output: unknown } | { error: string };
+
+/** What `POST .../inputs/{inputId}` answers: the status the answer gave the call. */
+export interface InputAnswered {
+  inputId: string;
+  status: 'ok' | 'error';
+}
+
 interface EventBase<N extends string, D> {
   /** Resume after this event with `lastEventId`. */
   id: string;
@@ -182,8 +235,15 @@ export type ConfirmRequestedEvent = EventBase<
 export type ToolResultEvent = EventBase<'tool.result', CallResult & { round: string; run: string }>;
 export type RoundCompletedEvent = EventBase<'round.completed', { round: string; run: string }>;
 
+export type InputRequestedEvent = EventBase<'input.requested', ParkedInput>;
+
 /** An event of a session's stream (GET /v1/sessions/{session}/events). */
-export type TdEvent = RoundStartedEvent | ConfirmRequestedEvent | ToolResultEvent | RoundCompletedEvent;
+export type TdEvent =
+  | RoundStartedEvent
+  | ConfirmRequestedEvent
+  | InputRequestedEvent
+  | ToolResultEvent
+  | RoundCompletedEvent;
 
 /** The error body every 4xx/5xx carries. */
 export interface ErrorBody {

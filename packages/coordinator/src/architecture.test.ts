@@ -8,11 +8,11 @@ import { describe, expect, it } from 'vitest';
 // inside one seam's folder). Test files and contract suites are left out: they wire anything.
 const SRC = path.dirname(fileURLToPath(import.meta.url));
 
-/** Lowest first. A seam's folder (store, events, confirm, ledger, executors) is one layer of its own. */
+/** Lowest first. A seam's folder (store, events, confirm, inputs, ledger, executors) is one layer of its own. */
 const LAYERS: readonly (readonly string[])[] = [
   ['support', 'model.ts', 'request-error.ts'],
   ['rules'],
-  ['store', 'events', 'confirm', 'ledger', 'executors'],
+  ['store', 'events', 'confirm', 'inputs', 'ledger', 'executors'],
   ['passes'],
   ['round'],
   ['dispatcher.ts'],
@@ -27,6 +27,7 @@ const SEAM_INTERFACES = new Set([
   'store/store.ts',
   'events/event-bus.ts',
   'confirm/confirm-hub.ts',
+  'inputs/input-hub.ts',
   'ledger/round-ledger.ts',
 ]);
 /** Packages only app/ imports (implementations and the worker's handlers). */

@@ -1,7 +1,16 @@
 import type { ToolSpec } from '@tool-dispatch/shared';
 import type { PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
-import type { HistoryEntry, RoundResponse, SessionInput, SessionState, SubmitRoundInput, ToolsView } from './model.js';
+import type {
+  HistoryEntry,
+  InputAnswer,
+  ParkedInput,
+  RoundResponse,
+  SessionInput,
+  SessionState,
+  SubmitRoundInput,
+  ToolsView,
+} from './model.js';
 
 export type { SessionInput, SubmitRoundInput, ToolsView } from './model.js';
 export { RequestError, type RequestErrorCode } from './request-error.js';
@@ -28,7 +37,18 @@ export interface Dispatcher {
     idOrCallId: string,
     decision: { approve: boolean; remember: boolean },
   ): Promise<PendingConfirmation>;
-  /** Cancels a run's queued, running and awaiting-approval calls; the number that ended cancelled. */
+  /** The session's parked calls, oldest first. Throws RequestError('session_not_found'). */
+  pendingInputs(session: string): Promise<ParkedInput[]>;
+  /**
+   * Answers a parked call (by inputId, or a callId only one has): the status the answer gives it.
+   * Throws RequestError('input_not_found' | 'input_ambiguous' | 'invalid_request').
+   */
+  answerInput(
+    session: string,
+    idOrCallId: string,
+    answer: InputAnswer,
+  ): Promise<{ inputId: string; status: 'ok' | 'error' }>;
+  /** Cancels a run's queued, running, awaiting-approval and parked calls; the number that ended cancelled. */
   cancelRun(session: string, run: string): Promise<number>;
   history(session: string, tool?: string): Promise<HistoryEntry[]>;
   catalog(): Promise<CatalogView[]>;

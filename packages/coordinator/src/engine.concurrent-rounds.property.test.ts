@@ -8,6 +8,7 @@ import { MemoryConfirmHub } from './confirm/memory.js';
 import { Engine } from './engine.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
+import { MemoryInputHub } from './inputs/memory.js';
 import { MemoryStore } from './store/memory.js';
 
 // API.md v1.1 (TD_WORKER_SERIAL_CONCURRENCY): a run never has two serial calls in flight, whatever
@@ -54,6 +55,7 @@ async function playTogether(rounds: readonly RoundPlan[]) {
     store: new MemoryStore(),
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
+    inputs: new MemoryInputHub(),
   });
   await engine.putSession('s', { provider: 'openai', autoApprove: 'all' });
   await engine.submitRound({ session: 's', run: 'setup', calls: [{ id: 'f', name: 'find_tools', args: {} }] });

@@ -8,6 +8,7 @@ import { MemoryConfirmHub } from './confirm/memory.js';
 import { Engine } from './engine.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
+import { MemoryInputHub } from './inputs/memory.js';
 import { MemoryStore } from './store/memory.js';
 
 // Property tests of the passes over random rounds (DESIGN.md pass 2 and pass 1 step 3/7).
@@ -51,6 +52,7 @@ async function play(rounds: Array<Array<{ tool: string; args: Record<string, unk
     store: new MemoryStore(),
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
+    inputs: new MemoryInputHub(),
   });
   await engine.putSession('s', { provider: 'openai', autoApprove: 'all' });
   await engine.submitRound({ session: 's', run: 'setup', calls: [{ id: 'f', name: 'find_tools', args: {} }] });

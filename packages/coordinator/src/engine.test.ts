@@ -9,10 +9,22 @@ import { Engine } from './engine.js';
 import type { DispatchEvent } from './events/event-bus.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
+import { MemoryInputHub } from './inputs/memory.js';
 import { commitRound } from './passes/commit.js';
 import { MemoryStore } from './store/memory.js';
 
 type Calls = Array<Record<string, unknown>>;
+
+/** Polls `what` until it gives something (at most 3 s). */
+async function untilSome<T>(what: () => Promise<T | undefined>, ms = 3_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await what();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out');
+    await sleep(5);
+  }
+}
 let seq = 0;
 const rt = (name: string, args: unknown = {}, id = `c${++seq}`) => ({ id, name: 'run_tool', args: { name, args } });
 const direct = (name: string, args: unknown = {}, id = `c${++seq}`) => ({ id, name, args });
@@ -74,6 +86,7 @@ async function setup(
     store,
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
+    inputs: new MemoryInputHub(),
   });
   const session = `s${++seq}`;
   await engine.putSession(session, {
@@ -292,17 +305,23 @@ describe('pass 1: pre-flight', () => {
       expect(results[0]).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
     });
 
-    it('answers unknown for a client tool, saying the client runs it, and never runs it', async () => {
+    it('parks a client tool for its client, never runs it, and ends it with the posted output', async () => {
       const t = await setup();
-      const ask = { name: 'ask_user', description: 'Ask.', parameters: { type: 'object' } };
-      await t.engine.putSession(t.session, { provider: 'openai', clientTools: [ask] });
-      t.ex.on('ask_user', async () => ({ answered: true }));
-      const { results } = await t.round([direct('ask_user', {}), rt('ask_user', {})]);
-      for (const r of results) {
-        expect(r).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
-        expect(r.error?.message).toMatch(/client tool: the client application runs it/);
+      const pick = { name: 'ui_pick', description: 'Pick.', parameters: { type: 'object' } };
+      await t.engine.putSession(t.session, { provider: 'openai', clientTools: [pick] });
+      t.ex.on('ui_pick', async () => ({ ran: 'on a worker' }));
+      const round = t.round([direct('ui_pick', {}), rt('ui_pick', { again: true })]);
+      for (const callId of ['c1', 'c2'].map((_, i) => i)) {
+        const parked = await untilSome(async () => (await t.engine.pendingInputs(t.session))[0]);
+        expect(parked.kind).toBe('client');
+        await t.engine.answerInput(t.session, parked.inputId, { output: { picked: callId } });
       }
-      expect(t.ex.countOf('ask_user')).toBe(0);
+      const { results } = await round;
+      expect(results.map((r) => [r.status, r.output])).toEqual([
+        ['ok', { picked: 0 }],
+        ['ok', { picked: 1 }],
+      ]);
+      expect(t.ex.countOf('ui_pick')).toBe(0);
     });
 
     it('answers unknown for a defined tool with no registered handler', async () => {

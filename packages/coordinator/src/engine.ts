@@ -1,19 +1,16 @@
+import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  assertNever,
-  type DispatchConfig,
-  type Executor,
-  isValidId,
-  newId,
-  type ToolDefinition,
-} from '@tool-dispatch/shared';
+import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
 import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
+import type { InputHub } from './inputs/input-hub.js';
 import type { RoundLedger } from './ledger/round-ledger.js';
 import type {
   HistoryEntry,
+  InputAnswer,
+  ParkedInput,
   RoundHooks,
   RoundRef,
   RoundResponse,
@@ -22,7 +19,8 @@ import type {
   SubmitRoundInput,
   ToolsView,
 } from './model.js';
-import { answerConfirmation } from './passes/gate.js';
+import { answerConfirmation, confirmationAnswered } from './passes/gate.js';
+import { answerInput, inputAnswered } from './passes/park.js';
 import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
 import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
@@ -37,6 +35,12 @@ import { RunLimiter } from './support/run-limiter.js';
 
 export { MAX_ROUND_RETRIES } from './round/recovery.js';
 
+/**
+ * How long a drain (SIGTERM) waits for parked calls to be answered before it lets go of them:
+ * shared (Redis), they stay parked for another coordinator; embedded, they end `cancelled`.
+ */
+export const PARKED_DRAIN_GRACE_MS = 2_000;
+
 /** The engine's seams and settings; `app/` picks the implementations (memory or Redis, local or queue). */
 export interface EngineOptions {
   config: DispatchConfig;
@@ -45,6 +49,8 @@ export interface EngineOptions {
   store: Store;
   events: EventBus;
   confirmations: ConfirmHub;
+  /** Where parked calls (interactive and client tools) wait for their answers. */
+  inputs: InputHub;
   catalog?: Catalog;
   /** User tools' definitions (their handlers live on the executor's side). */
   tools?: readonly ToolDefinition[];
@@ -75,6 +81,7 @@ export class Engine implements Dispatcher {
   readonly store: Store;
   readonly events: EventBus;
   readonly confirmations: ConfirmHub;
+  readonly inputs: InputHub;
   readonly tools: Catalog;
   readonly executor: Executor;
   readonly coordinatorId: string;
@@ -82,14 +89,19 @@ export class Engine implements Dispatcher {
   private readonly rounds: RoundsDeps;
   private readonly recovery: RoundRecovery | undefined;
   private draining = false;
+  /** Aborted once a drain's grace has passed: parked calls' waits let go. */
+  private readonly parkRelease = new AbortController();
 
   constructor(private readonly options: EngineOptions) {
-    const { config, executor, store, events, confirmations, hooks } = options;
+    const { config, executor, store, events, confirmations, inputs, hooks } = options;
     this.config = config;
     this.executor = executor;
     this.store = store;
     this.events = events;
     this.confirmations = confirmations;
+    this.inputs = inputs;
+    // Every parked call of every run listens to it.
+    setMaxListeners(0, this.parkRelease.signal);
     this.tools = options.catalog ?? new Catalog();
     for (const def of options.tools ?? []) this.tools.register(def);
     this.coordinatorId = options.coordinatorId ?? newId('coord');
@@ -102,6 +114,9 @@ export class Engine implements Dispatcher {
       catalog: this.tools,
       limiter: new RunLimiter(config.maxConcurrentTools),
       confirmTimeoutMs: config.confirmTimeoutMs,
+      inputs,
+      inputTimeoutMs: config.inputTimeoutMs,
+      parkRelease: this.parkRelease.signal,
       hooks,
     };
     const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
@@ -152,7 +167,7 @@ export class Engine implements Dispatcher {
   async toolsFor(session: string): Promise<ToolsView> {
     const state = await this.requireSession(session);
     const specs = sessionSpecs(this.tools, state.clientTools);
-    return buildToolsView(state.provider, specs, await runnableTools(this.executor, state));
+    return buildToolsView(state.provider, specs, await runnableTools(this.executor, state), new Set(state.fetched));
   }
 
   submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
@@ -187,23 +202,21 @@ export class Engine implements Dispatcher {
     decision: { approve: boolean; remember: boolean },
   ): Promise<PendingConfirmation> {
     await this.requireSession(session);
-    const out = await answerConfirmation(this, session, idOrCallId, decision);
-    switch (out.kind) {
-      case 'answered':
-        return out.confirmation;
-      case 'not_found':
-        throw new RequestError(
-          'confirmation_not_found',
-          `nothing is pending under ${idOrCallId} in session ${session}`,
-        );
-      case 'ambiguous':
-        throw new RequestError(
-          'confirmation_ambiguous',
-          `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
-        );
-      default:
-        return assertNever(out, 'confirmation answer');
-    }
+    return confirmationAnswered(await answerConfirmation(this, session, idOrCallId, decision), session, idOrCallId);
+  }
+
+  async pendingInputs(session: string): Promise<ParkedInput[]> {
+    await this.requireSession(session);
+    return this.inputs.pending(session);
+  }
+
+  async answerInput(
+    session: string,
+    idOrCallId: string,
+    answer: InputAnswer,
+  ): Promise<{ inputId: string; status: 'ok' | 'error' }> {
+    await this.requireSession(session);
+    return inputAnswered(await answerInput(this.inputs, session, idOrCallId, answer), session, idOrCallId);
   }
 
   async cancelRun(session: string, run: string): Promise<number> {
@@ -239,17 +252,31 @@ export class Engine implements Dispatcher {
     return this.rounds.runs.size;
   }
 
-  /** Stops taking rounds (new ones get `shutting_down`) and waits for the in-flight ones. */
-  async drain(): Promise<void> {
+  /**
+   * Stops taking rounds (new ones get `shutting_down`) and waits for the in-flight ones; parked
+   * calls only for PARKED_DRAIN_GRACE_MS: then their waits let go (see `parkCall`).
+   */
+  async drain(graceMs = PARKED_DRAIN_GRACE_MS): Promise<void> {
     this.draining = true;
-    await this.rounds.runs.whenIdle();
+    const release = this.parkRelease;
+    const grace = setTimeout(function releaseParkedCalls() {
+      release.abort();
+    }, graceMs);
+    try {
+      await this.rounds.runs.whenIdle();
+    } finally {
+      clearTimeout(grace);
+      release.abort();
+    }
   }
 
-  /** Closes the recovery, confirmations, executor, events and store (after `drain`). */
+  /** Closes the recovery, confirmations, parked calls' waits, executor, events and store (after `drain`). */
   async close(): Promise<void> {
     this.draining = true;
     await this.recovery?.stop();
     await this.confirmations.close();
+    this.parkRelease.abort();
+    await this.inputs.close();
     await this.executor.close();
     await this.events.close();
     await this.store.close();

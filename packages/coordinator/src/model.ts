@@ -145,6 +145,40 @@ export interface RoundContext {
   origin?: string;
 }
 
+/** Who answers a parked call (API.md "Parked calls"): a person (`interactive`) or the agent backend's client. */
+export type InputKind = 'interactive' | 'client';
+
+/** A parked call waiting for its answer (API.md `GET .../inputs`), as the store keeps it. */
+export interface ParkedInput {
+  /** `in_<round>_<call index>`: the same for a coordinator that takes the round over, unique across rounds. */
+  inputId: string;
+  kind: InputKind;
+  session: string;
+  round: string;
+  run: string;
+  callId: string;
+  /** The call's place in its round, to list a round's parked calls in call order. */
+  callIndex: number;
+  /** The tool's resolved name (run_tool unwrapped). */
+  name: string;
+  args: Record<string, unknown>;
+  /** Epoch ms it was first parked. */
+  createdAt: number;
+  /** Epoch ms past which it ends `error`/`timeout` (createdAt + TD_INPUT_TIMEOUT_MS), whoever waits for it. */
+  deadline: number;
+}
+
+/** An answer posted for a parked call (`POST .../inputs/{inputId}`), after edge validation. */
+export type InputAnswer = { output: unknown } | { error: string };
+
+/** How a parked call ended: answered, past its deadline, or cancelled (its run, or the service stopping). */
+export type InputSettlement =
+  | { by: 'answer'; answer: InputAnswer }
+  | { by: 'timeout' }
+  | { by: 'cancelled' }
+  /** Embedded mode's drain: the service stopped while the call was parked. */
+  | { by: 'stopped' };
+
 /** Observation points of a round for tracing and metrics; all optional. */
 export interface RoundHooks {
   round?<T>(info: RoundRef & { calls: number }, fn: () => Promise<T>): Promise<T>;
@@ -156,6 +190,8 @@ export interface RoundHooks {
   roundsInProgress?(n: number): void;
   /** Confirmations asked (+n) and decided (-n). */
   confirmations?(delta: number): void;
+  /** Parked calls this coordinator waits on: one more (+1) or one fewer (-1). */
+  inputs?(delta: number): void;
 }
 
 /** Body of `PUT /v1/sessions/{session}` after edge validation. */

@@ -5,6 +5,8 @@ export type RequestErrorCode =
   | 'invalid_request'
   | 'confirmation_not_found'
   | 'confirmation_ambiguous'
+  | 'input_not_found'
+  | 'input_ambiguous'
   | 'shutting_down'
   /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
   | 'round_failed';

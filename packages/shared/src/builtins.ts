@@ -233,5 +233,38 @@ export const UNSHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
   concurrency: (CONCURRENT_BUILTINS as readonly string[]).includes(name as string) ? 'concurrent' : 'serial',
 }));
 
+/**
+ * Built-ins answered by a person through the inputs endpoints (API.md "Parked calls"): no worker
+ * runs them; pass 2 parks each call until its answer is posted. Always serial, never deduped.
+ */
+export const INTERACTIVE_DEFINITIONS: readonly ToolDefinition[] = [
+  {
+    name: 'ask_user',
+    description:
+      'Ask the user a question and wait for the answer. With `choices`, the answer is one of them. ' +
+      'Returns {answer}. Use it when you cannot go on without a decision or a fact only the user has.',
+    parameters: obj(
+      {
+        question: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 10_000,
+          description: 'The question, as the user reads it.',
+        },
+        choices: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          minItems: 1,
+          maxItems: 100,
+          description: 'The answers the user may pick from; without it, any answer.',
+        },
+      },
+      ['question'],
+    ),
+    concurrency: 'serial',
+    interactive: true,
+  },
+];
+
 /** Cacheable tools (DESIGN.md pass 1 step 7); http_request only for GET without credentials. */
 export const CACHEABLE_TOOLS = ['fetch_page', 'search_web', 'http_request'] as const;

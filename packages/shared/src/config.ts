@@ -2,6 +2,8 @@
 export const MAX_CONCURRENT_TOOLS = 5;
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
+/** How long a parked call (interactive or client tool) waits for its answer (TD_INPUT_TIMEOUT_MS). */
+export const DEFAULT_INPUT_TIMEOUT_MS = 600_000;
 export const RESULT_CACHE_TTL_MS = 30 * 60_000;
 export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
@@ -32,6 +34,8 @@ export interface DispatchConfig {
   httpAllow: string[];
   searchUrl: string | undefined;
   confirmTimeoutMs: number;
+  /** TD_INPUT_TIMEOUT_MS: a parked call unanswered this long ends `error`/`timeout`. */
+  inputTimeoutMs: number;
   maxConcurrentTools: number;
   workerConcurrency: number;
   workerSerialConcurrency: number;
@@ -71,6 +75,8 @@ export function resolveConfig(
     confirmTimeoutMs:
       options.confirmTimeoutMs ??
       positiveInt(env.TD_CONFIRM_TIMEOUT_MS, DEFAULT_CONFIRM_TIMEOUT_MS, 'TD_CONFIRM_TIMEOUT_MS'),
+    inputTimeoutMs:
+      options.inputTimeoutMs ?? positiveInt(env.TD_INPUT_TIMEOUT_MS, DEFAULT_INPUT_TIMEOUT_MS, 'TD_INPUT_TIMEOUT_MS'),
     maxConcurrentTools:
       options.maxConcurrentTools ?? positiveInt(env.MAX_CONCURRENT_TOOLS, MAX_CONCURRENT_TOOLS, 'MAX_CONCURRENT_TOOLS'),
     workerConcurrency:

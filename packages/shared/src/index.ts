@@ -8,6 +8,7 @@ export {
   CACHEABLE_TOOLS,
   CONCURRENT_BUILTINS,
   COORDINATOR_DEFINITIONS,
+  INTERACTIVE_DEFINITIONS,
   SHIPPED_DEFINITIONS,
   UNSHIPPED_DEFINITIONS,
   USER_TOOL_PREFIXES,
@@ -16,6 +17,7 @@ export { callKey, canonicalJson, hashCanonical } from './canonical.js';
 export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
+  DEFAULT_INPUT_TIMEOUT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
   DEFAULT_WORKER_CONCURRENCY,
   DEFAULT_WORKER_SERIAL_CONCURRENCY,

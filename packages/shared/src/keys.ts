@@ -28,6 +28,10 @@ export interface RedisKeys {
   confirmPending(session: string): string;
   /** Hash: confirmationId → Decision JSON, for those decided (read by a requester that missed the message). */
   confirmDecided(session: string): string;
+  /** Hash: inputId → ParkedInput JSON, for the parked calls waiting for an answer. */
+  inputPending(session: string): string;
+  /** Hash: inputId → settlement JSON (an answer, a timeout, a cancellation), read by whoever waits or parks it again. */
+  inputSettled(session: string): string;
   /**
    * String: a call's ExecOutcome JSON, written once by the worker that ran it (or reported it
    * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it. Under the coordinator that
@@ -48,6 +52,8 @@ export interface RedisKeys {
   cancelChannel(): string;
   /** Pub/sub channel: confirmation decisions to every coordinator. */
   confirmChannel(): string;
+  /** Pub/sub channel: settlements of parked calls to every coordinator. */
+  inputChannel(): string;
 }
 
 /** Key names for one deployment prefix (TD_PREFIX). */
@@ -66,6 +72,8 @@ export function redisKeys(prefix: string): RedisKeys {
     events: (session) => `${s(session)}:events`,
     confirmPending: (session) => `${s(session)}:confirm:pending`,
     confirmDecided: (session) => `${s(session)}:confirm:decided`,
+    inputPending: (session) => `${s(session)}:input:pending`,
+    inputSettled: (session) => `${s(session)}:input:settled`,
     outcome: (origin, callId) => `${c(origin)}:outcome:${callId}`,
     cancel: (origin, callId) => `${c(origin)}:cancel:${callId}`,
     cache: (tenant, key) => `${prefix}:{t:${tenant}}:cache:${key}`,
@@ -74,6 +82,7 @@ export function redisKeys(prefix: string): RedisKeys {
     worker: (workerId) => `${prefix}:{w}:worker:${workerId}`,
     cancelChannel: () => `${prefix}:cancel`,
     confirmChannel: () => `${prefix}:confirm`,
+    inputChannel: () => `${prefix}:input`,
   };
 }
 

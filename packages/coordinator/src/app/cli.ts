@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   DEFAULT_CONFIRM_TIMEOUT_MS,
+  DEFAULT_INPUT_TIMEOUT_MS,
   type DispatchConfig,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
@@ -28,6 +32,8 @@ Environment (API.md):
   TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
   TD_SEARCH_URL          SearxNG endpoint for search_web
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
+  TD_INPUT_TIMEOUT_MS    how long a parked call (ask_user, interactive or client tool) waits for
+                         its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
@@ -97,11 +103,29 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   exitOnSignals(running.stop, log);
 }
 
+/** This package's version, from the nearest package.json above this file (src under tsx, dist when bundled). */
+function packageVersion(): string {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === '@tool-dispatch/coordinator' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here: look further up
+    }
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
+}
+
 export function buildCli(): Command {
   const program = new Command('tool-dispatch')
     .description('Checks, runs and records the tool calls of LLM agents: a coordinator and workers.')
+    .version(`tool-dispatch ${packageVersion()}`, '-V, --version', 'print the version')
     .addHelpText('after', ENVIRONMENT)
-    .showHelpAfterError();
+    // A mistake gets one line and where to look, not the whole help.
+    .showHelpAfterError('(tool-dispatch --help lists the commands, variables and limits)');
 
   program
     .command('coordinator')

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { TdClient } from '@tool-dispatch/client';
+import { type InputHandler, TdClient } from '@tool-dispatch/client';
 import { type CallResult, resolveConfig } from '@tool-dispatch/shared';
 import Table from 'cli-table3';
 import { startCoordinator } from './serve.js';
@@ -79,7 +79,8 @@ function printRound(
     style: { head: [], border: [] },
   });
   results.forEach((r, i) => {
-    const pass1 = PASS1[r.status] ?? (approved.has(r.id) ? 'approved' : 'passed');
+    const parked = r.ranOn === 'person' || r.ranOn === 'client';
+    const pass1 = PASS1[r.status] ?? (approved.has(r.id) ? 'approved' : parked ? 'passed, parked' : 'passed');
     const status = r.error && r.status === 'error' ? `error/${r.error.code}` : r.status;
     table.push([r.id, calls[i]?.label ?? '', r.name, pass1, status, String(r.durationMs), r.ranOn ?? '-', summary(r)]);
   });
@@ -110,17 +111,23 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   try {
     const session = 'demo-session';
     await seedWorkspace(path.join(root, 'default', session));
-    await client.putSession(session, { provider: 'openai', autoApprove: ['edit_file'] });
+    await client.putSession(session, {
+      provider: 'openai',
+      autoApprove: ['edit_file'],
+      clientTools: [EDITOR_SELECTION],
+    });
     const tools = await client.tools(session);
     log(
       `session ${session} (provider openai): tools array = ${tools.tools.map((t) => t.name).join(', ')}; ${tools.context.split('\n').length - 3} deferred tools named in the turn context`,
     );
     const person = approveAsAPerson(client, session, log);
+    // runRound answers the round's parked calls (ask_user, the client tool) while it waits.
     const play: Play = async (title, run, calls) => {
-      const { results } = await client.submitRound(
+      const { results } = await client.runRound(
         session,
         run,
         calls.map(({ label: _l, ...c }) => c),
+        { onInput: answerAsTheBackend(log), pollIntervalMs: 200 },
       );
       printRound(log, title, calls, results, person.approved);
     };
@@ -139,6 +146,32 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     if (!options.keep) await rm(root, { recursive: true, force: true });
     else log(`workspace kept at ${root}`);
   }
+}
+
+/** The demo's client tool: the agent backend's editor answers it (through the inputs endpoints). */
+const EDITOR_SELECTION = {
+  name: 'editor_selection',
+  description: 'The text the user has selected in their editor, with its file and line.',
+  parameters: { type: 'object', properties: {}, additionalProperties: false },
+};
+
+/** Answers parked calls as an agent backend would: a person picks ask_user's first choice; the editor says what is selected. */
+function answerAsTheBackend(log: (line: string) => void): InputHandler {
+  return function answerParkedCall(input) {
+    if (input.name === 'ask_user') {
+      const choices = input.args.choices as string[] | undefined;
+      const answer = choices?.[0] ?? 'yes';
+      log(
+        `  > input.requested ${input.inputId} (${input.kind}): ask_user ${JSON.stringify(input.args.question)}; the person answers ${JSON.stringify(answer)}`,
+      );
+      return { output: answer };
+    }
+    const output = { file: 'src/util.ts', line: 1, text: 'twice' };
+    log(
+      `  > input.requested ${input.inputId} (${input.kind}): ${input.name}; the client answers ${JSON.stringify(output)}`,
+    );
+    return { output };
+  };
 }
 
 /** A small project in the session's workspace for the agent to work on. */
@@ -179,7 +212,7 @@ function approveAsAPerson(
 async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
     direct('c1', 'find_tools', {
-      names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'download_file'],
+      names: ['read_files', 'find_files', 'edit_file', 'run_command', 'http_request', 'download_file', 'ask_user'],
     }),
     direct('c2', 'read_files', { paths: ['README.md'] }),
   ]);
@@ -212,5 +245,9 @@ async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 7 · what the session did to a file, and what failed so far, from what pass 3 recorded', 'run-2', [
     rt('c19', 'file_history', { path: './src/app.ts' }),
     rt('c20', 'error_history', { limit: 5 }),
+  ]);
+  await play('Round 8 · parked calls: a client tool the backend answers, then a question a person answers', 'run-2', [
+    direct('c21', 'editor_selection', {}),
+    rt('c22', 'ask_user', { question: 'Rename twice() to double()?', choices: ['rename it', 'leave it'] }),
   ]);
 }

@@ -14,6 +14,7 @@ import { Engine, type EngineHooks } from '../engine.js';
 import { RedisEventBus } from '../events/redis.js';
 import { QueueExecutor } from '../executors/queue/queue-executor.js';
 import { mountQueueDashboard } from '../http/dashboard.js';
+import { RedisInputHub } from '../inputs/redis.js';
 import { RedisLedger } from '../ledger/redis.js';
 import { RedisStore } from '../store/redis.js';
 import type { CoordinatorMetrics } from './metrics.js';
@@ -39,7 +40,7 @@ function requireRedis(config: DispatchConfig): string {
   return config.redisUrl;
 }
 
-/** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub and the BullMQ QueueExecutor. */
+/** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
   options: {
@@ -68,13 +69,14 @@ export async function createDistributedEngine(
     store: new RedisStore({ redis, prefix, events: {} }),
     events: new RedisEventBus({ redis, prefix }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
+    inputs: new RedisInputHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
     ledger: new RedisLedger(redis, prefix),
     coordinatorId: executor.coordinatorId,
     onError: (e) => log(`recovery: ${e.message}`),
     onRecover: (ref, from) =>
       log(
-        `${from.coordinator === executor.coordinatorId ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${from.coordinator === executor.coordinatorId ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its confirmations answered' : ''}`,
+        `${from.coordinator === executor.coordinatorId ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${from.coordinator === executor.coordinatorId ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its pass-1 decisions kept (confirmations answered, or calls parked)' : ''}`,
       ),
     ...(options.tools ? { tools: options.tools } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),

@@ -4,24 +4,26 @@ import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
 import { MemoryEventBus } from '../events/memory.js';
 import { LocalExecutor } from '../executors/local.js';
+import { MemoryInputHub } from '../inputs/memory.js';
 import { MemoryStore } from '../store/memory.js';
 
-export type CreateEngineOptions = Omit<EngineOptions, 'executor' | 'store' | 'events' | 'confirmations'> &
-  Partial<Pick<EngineOptions, 'store' | 'events' | 'confirmations'>> & {
+export type CreateEngineOptions = Omit<EngineOptions, 'executor' | 'store' | 'events' | 'confirmations' | 'inputs'> &
+  Partial<Pick<EngineOptions, 'store' | 'events' | 'confirmations' | 'inputs'>> & {
     /** Defaults to embedded execution: the built-in handlers (plus `handlers`) in this process. */
     executor?: Executor;
     handlers?: ReadonlyArray<{ name: string; handler: Handler }>;
   };
 
-/** Builds an engine; what is not given runs embedded: in-memory store, events and confirmations, handlers in this process. */
+/** Builds an engine; what is not given runs embedded: in-memory store, events, confirmations and parked calls, handlers in this process. */
 export async function createEngine(options: CreateEngineOptions): Promise<Engine> {
-  const { executor, store, events, confirmations, handlers, ...rest } = options;
+  const { executor, store, events, confirmations, inputs, handlers, ...rest } = options;
   return new Engine({
     ...rest,
     executor: executor ?? embeddedExecutor(options),
     store: store ?? new MemoryStore(),
     events: events ?? new MemoryEventBus(),
     confirmations: confirmations ?? new MemoryConfirmHub(),
+    inputs: inputs ?? new MemoryInputHub(),
   });
 }
 

@@ -42,6 +42,7 @@ describe('CoordinatorMetrics', () => {
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',
       td_confirmations_pending: 'gauge',
+      td_inputs_pending: 'gauge',
       td_queue_jobs: 'gauge',
       td_workers_alive: 'gauge',
     });
@@ -113,6 +114,14 @@ describe('CoordinatorMetrics', () => {
     text = await m.metrics();
     expect(value(text, 'td_rounds_in_progress')).toBe(4);
     expect(value(text, 'td_confirmations_pending')).toBe(0);
+  });
+
+  it('tracks the parked calls waited on', async () => {
+    const m = new CoordinatorMetrics({ defaultMetrics: false });
+    m.inputsWaiting(1);
+    m.inputsWaiting(1);
+    m.inputsWaiting(-1);
+    expect(value(await m.metrics(), 'td_inputs_pending')).toBe(1);
   });
 
   it('refreshes queue depths and workers alive from scrape hooks, keeping old values when a hook fails', async () => {

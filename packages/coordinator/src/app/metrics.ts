@@ -104,6 +104,11 @@ export class CoordinatorMetrics {
     help: 'Confirmations asked by this coordinator and not yet answered.',
     registers: [this.registry],
   });
+  private readonly inputsPending = new Gauge({
+    name: 'td_inputs_pending',
+    help: 'Parked calls (interactive and client tools) this coordinator waits on for an answer.',
+    registers: [this.registry],
+  });
   private readonly queueJobs = new Gauge({
     name: 'td_queue_jobs',
     help: 'Jobs in each queue, by BullMQ state.',
@@ -158,6 +163,11 @@ export class CoordinatorMetrics {
 
   confirmationSettled(): void {
     this.confirmationsPending.dec();
+  }
+
+  /** One more (+1) or one fewer (-1) parked call waited on (the engine's `inputs` hook). */
+  inputsWaiting(delta: number): void {
+    this.inputsPending.inc(delta);
   }
 
   setConfirmationsPending(n: number): void {

@@ -89,6 +89,7 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
       if (delta > 0) for (let i = 0; i < delta; i++) metrics.confirmationRequested();
       else for (let i = 0; i < -delta; i++) metrics.confirmationSettled();
     };
+    hooks.inputs = (delta) => metrics.inputsWaiting(delta);
   }
   return hooks;
 }

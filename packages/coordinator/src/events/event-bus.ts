@@ -1,5 +1,5 @@
 /** Event names on a session's stream (API.md). */
-export type EventName = 'round.started' | 'confirm.requested' | 'tool.result' | 'round.completed';
+export type EventName = 'round.started' | 'confirm.requested' | 'input.requested' | 'tool.result' | 'round.completed';
 
 export interface DispatchEvent {
   /** Monotonic within the session; a client resumes with it as Last-Event-ID. */

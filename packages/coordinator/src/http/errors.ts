@@ -46,6 +46,8 @@ const REQUEST_ERROR_STATUS = {
   invalid_request: 400,
   confirmation_not_found: 404,
   confirmation_ambiguous: 409,
+  input_not_found: 404,
+  input_ambiguous: 409,
   shutting_down: 503,
   round_failed: 500,
 } as const satisfies Record<RequestErrorCode, number>;

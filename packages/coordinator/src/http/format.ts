@@ -2,7 +2,7 @@ import { assertNever, type CallResult, isSuccess, type NeutralTool } from '@tool
 import type { RoundResponse } from '../model.js';
 
 /** How a client wants tools and results shaped (`?format=`); neutral is API.md's own shape. */
-export type WireFormat = 'neutral' | 'openai' | 'anthropic';
+export type WireFormat = 'neutral' | 'openai' | 'openai-responses' | 'anthropic';
 
 /** An entry of OpenAI's `tools` array (Chat Completions). */
 export interface OpenAiTool {
@@ -15,6 +15,21 @@ export interface AnthropicTool {
   name: string;
   description: string;
   input_schema: { type: 'object'; [key: string]: unknown };
+}
+
+/** An entry of the tools array of OpenAI's Responses API (flat: no `function` wrapper). */
+export interface OpenAiResponsesTool {
+  type: 'function';
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** What OpenAI's Responses API wants back for one `function_call` item. */
+export interface OpenAiFunctionCallOutput {
+  type: 'function_call_output';
+  call_id: string;
+  output: string;
 }
 
 /** What OpenAI's Chat Completions wants back for one tool call. */
@@ -32,10 +47,11 @@ export interface AnthropicToolResult {
   is_error: boolean;
 }
 
-export type FormattedTool = NeutralTool | OpenAiTool | AnthropicTool;
+export type FormattedTool = NeutralTool | OpenAiTool | OpenAiResponsesTool | AnthropicTool;
 
 export type FormattedRound = RoundResponse & {
   messages?: OpenAiToolMessage[];
+  items?: OpenAiFunctionCallOutput[];
   content?: AnthropicToolResult[];
 };
 
@@ -56,6 +72,8 @@ export function formatTools(tools: readonly NeutralTool[], format: WireFormat): 
   switch (format) {
     case 'openai':
       return tools.map(toOpenAiTool);
+    case 'openai-responses':
+      return tools.map(({ name, description, parameters }) => ({ type: 'function', name, description, parameters }));
     case 'anthropic':
       return tools.map(toAnthropicTool);
     case 'neutral':
@@ -83,6 +101,10 @@ export function toOpenAiMessages(results: readonly CallResult[]): OpenAiToolMess
   return results.map((r) => ({ role: 'tool', tool_call_id: r.id, content: resultContent(r) }));
 }
 
+export function toOpenAiResponsesItems(results: readonly CallResult[]): OpenAiFunctionCallOutput[] {
+  return results.map((r) => ({ type: 'function_call_output', call_id: r.id, output: resultContent(r) }));
+}
+
 export function toAnthropicContent(results: readonly CallResult[]): AnthropicToolResult[] {
   return results.map((r) => ({
     type: 'tool_result',
@@ -97,6 +119,8 @@ export function formatRound(response: RoundResponse, format: WireFormat): Format
   switch (format) {
     case 'openai':
       return { ...response, messages: toOpenAiMessages(response.results) };
+    case 'openai-responses':
+      return { ...response, items: toOpenAiResponsesItems(response.results) };
     case 'anthropic':
       return { ...response, content: toAnthropicContent(response.results) };
     case 'neutral':

@@ -2,9 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
 import type { RouteContext } from './context.js';
 import { HttpError } from './errors.js';
+import { OPENAPI_PATH, registerOpenApiRoute } from './openapi-route.js';
 
-/** Routes that stay open when TD_API_TOKEN is set (probes and scrapers carry no token). */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+/** Routes that stay open when TD_API_TOKEN is set (probes, scrapers and API tooling carry no token). */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics', OPENAPI_PATH]);
 
 /** Prometheus text exposition format 0.0.4. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -19,7 +20,7 @@ export function minimalMetrics(dispatcher: Dispatcher): string {
   ].join('\n');
 }
 
-/** Probes, metrics and the catalog. */
+/** Probes, metrics, the OpenAPI document and the catalog. */
 export async function registerOperationRoutes(
   app: FastifyInstance,
   { dispatcher }: RouteContext,
@@ -39,6 +40,8 @@ export async function registerOperationRoutes(
     const text = metricsText ? await metricsText() : minimalMetrics(dispatcher);
     return reply.type(METRICS_CONTENT_TYPE).send(text);
   });
+
+  await registerOpenApiRoute(app);
 
   app.get('/v1/tools', async function catalog() {
     return { tools: await dispatcher.catalog() };

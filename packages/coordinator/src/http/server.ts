@@ -9,6 +9,7 @@ import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
+import { registerInputRoutes } from './input-routes.js';
 import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
@@ -27,7 +28,7 @@ const DISCARD_BODY_MS = 10_000;
 
 export interface BuildServerOptions {
   dispatcher: Dispatcher;
-  /** When set, every route but /healthz, /readyz and /metrics needs `Authorization: Bearer <token>`. */
+  /** When set, every route but /healthz, /readyz, /metrics and /openapi.json needs `Authorization: Bearer <token>`. */
   apiToken?: string | undefined;
   /** Prometheus exposition for GET /metrics; a minimal valid one when absent. */
   metricsText?: () => Promise<string>;
@@ -161,6 +162,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   await registerRoundRoutes(app, ctx);
   await registerEventRoutes(app, ctx);
   await registerConfirmationRoutes(app, ctx);
+  await registerInputRoutes(app, ctx);
   if (options.extraRoutes) await options.extraRoutes(app);
   return app;
 }

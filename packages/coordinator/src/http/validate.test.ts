@@ -5,6 +5,7 @@ import {
   parseConfirmationBody,
   parseFormat,
   parseIdempotencyKey,
+  parseInputBody,
   parseLastEventId,
   parseRoundBody,
   parseSessionBody,
@@ -151,5 +152,19 @@ describe('queries and small bodies', () => {
     for (const body of [undefined, {}, { approve: 'yes' }, { approve: true, remember: 1 }]) {
       expect(refusal(() => parseConfirmationBody(body)).statusCode).toBe(400);
     }
+  });
+
+  it('reads an answer to a parked call: any JSON output (null too), or an error message', () => {
+    expect(parseInputBody({ output: 'blue' })).toEqual({ output: 'blue' });
+    expect(parseInputBody({ output: null })).toEqual({ output: null });
+    expect(parseInputBody({ output: { v: [1] }, extra: true })).toEqual({ output: { v: [1] } });
+    expect(parseInputBody({ error: 'no idea' })).toEqual({ error: 'no idea' });
+  });
+
+  it('refuses an answer with neither or both fields, or an error that is not a message', () => {
+    for (const body of [undefined, 'x', [], {}, { output: 1, error: 'y' }, { error: 5 }, { error: '' }]) {
+      expect(refusal(() => parseInputBody(body)).statusCode).toBe(400);
+    }
+    expect(refusal(() => parseInputBody({})).message).toMatch(/neither/);
   });
 });

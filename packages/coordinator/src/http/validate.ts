@@ -1,5 +1,6 @@
 import { ID_PATTERN, isValidId, MAX_CALLS_PER_ROUND, schemaProblem, type ToolDefinition } from '@tool-dispatch/shared';
 import type { SessionInput } from '../dispatcher.js';
+import type { InputAnswer } from '../model.js';
 import { HttpError } from './errors.js';
 import type { WireFormat } from './format.js';
 
@@ -31,8 +32,10 @@ export function requireId(value: unknown, what: string): string {
 export function parseFormat(query: unknown): WireFormat {
   const format = isObject(query) ? query.format : undefined;
   if (format === undefined || format === 'neutral') return 'neutral';
-  if (format === 'openai' || format === 'anthropic') return format;
-  throw invalid(`format must be "openai" or "anthropic" (or absent for the neutral shape); got ${quote(format)}`);
+  if (format === 'openai' || format === 'anthropic' || format === 'openai-responses') return format;
+  throw invalid(
+    `format must be "openai", "openai-responses" or "anthropic" (or absent for the neutral shape); got ${quote(format)}`,
+  );
 }
 
 /** The optional `Idempotency-Key` header, an id. */
@@ -79,7 +82,9 @@ export function parseRoundBody(body: unknown): unknown[] {
   }
   calls.forEach((call, i) => {
     if (!isObject(call)) throw invalid(`calls[${i}] must be an object`);
-    requireId(call.id, `calls[${i}].id`);
+    // OpenAI Responses: the call's id is call_id; `id` (the item's own, optional) is not checked.
+    if (call.type === 'function_call') requireId(call.call_id, `calls[${i}].call_id`);
+    else requireId(call.id, `calls[${i}].id`);
   });
   return calls;
 }
@@ -167,4 +172,21 @@ export function parseConfirmationBody(body: unknown): { approve: boolean; rememb
   }
   if (body.remember !== undefined && typeof body.remember !== 'boolean') throw invalid('remember must be a boolean');
   return { approve: body.approve, remember: body.remember === true };
+}
+
+/** Most characters of an error answer's message (the model reads it). */
+const MAX_INPUT_ERROR_LENGTH = 10_000;
+
+/** Body of `POST .../inputs/{id}`: `{"output": <any JSON>}` or `{"error": "<message>"}`, exactly one of them. */
+export function parseInputBody(body: unknown): InputAnswer {
+  const shape = 'the body must be {"output": <any JSON>} or {"error": "<message>"}, exactly one of them';
+  if (!isObject(body)) throw invalid(shape);
+  const hasOutput = Object.hasOwn(body, 'output');
+  const hasError = Object.hasOwn(body, 'error');
+  if (hasOutput === hasError) throw invalid(`${shape}; got ${hasOutput ? 'both' : 'neither'}`);
+  if (hasOutput) return { output: body.output };
+  const error = body.error;
+  if (typeof error !== 'string' || error.length === 0 || error.length > MAX_INPUT_ERROR_LENGTH)
+    throw invalid(`error must be a message of 1 to ${MAX_INPUT_ERROR_LENGTH} characters`);
+  return { error };
 }

@@ -10,8 +10,10 @@ import type { PlannedCall, RoundContext, RoundHooks } from '../model.js';
 import { runKeyOf } from '../model.js';
 import { followerResult } from '../rules/follower-result.js';
 import { jobOf } from '../rules/job-of.js';
+import { parkKindOf } from '../rules/park.js';
 import { planSteps } from '../rules/plan.js';
 import type { RunLimiter } from '../support/run-limiter.js';
+import { type ParkDeps, parkCall } from './park.js';
 
 export interface ExecuteInput {
   /** Calls that passed pass 1 and the gate, in call order. */
@@ -23,6 +25,8 @@ export interface ExecuteInput {
   jobOf(call: PlannedCall): ExecJob;
   /** Called as each call starts and ends (tracing, metrics). */
   observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
+  /** Parks a call someone other than a worker answers (`parkKindOf`), holding its place in the limiter meanwhile. */
+  park?: (call: PlannedCall) => Promise<CallResult> | undefined;
 }
 
 const cancelled = (call: PlannedCall): CallResult => {
@@ -70,6 +74,8 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
         ranOn: 'coordinator',
       };
     }
+    const parked = input.park?.(call);
+    if (parked) return await parked;
     const job = input.jobOf(call);
     const run = () => input.executor.execute(job, input.signal);
     const outcome = input.observe ? await input.observe(call, job, run) : await run();
@@ -92,14 +98,15 @@ function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
 }
 
 /** What pass 2 needs of the coordinator. */
-export interface ExecuteDeps {
+export interface ExecuteDeps extends ParkDeps {
   executor: Executor;
   limiter: RunLimiter;
-  hooks?: Pick<RoundHooks, 'execute'> | undefined;
+  hooks?: Pick<RoundHooks, 'execute' | 'inputs'> | undefined;
 }
 
 /**
- * Pass 2 for a whole round: runs the calls pass 1 and the gate let through (`executeCalls`), and
+ * Pass 2 for a whole round: runs the calls pass 1 and the gate let through (`executeCalls`),
+ * parking those a person or the client answers (`parkCall`; they never reach the executor), and
  * gives every call its result in call order: the one pass 1 decided, the one it ran to, or,
  * for a repeat of an earlier call of the round, its leader's (`followerResult`).
  */
@@ -115,6 +122,10 @@ export async function executePass(
     runKey: runKeyOf(ctx.ref),
     signal: ctx.signal,
     jobOf: (p) => jobOf(p, ctx),
+    park: function parkIfAnsweredElsewhere(p) {
+      const kind = parkKindOf(p.spec);
+      return kind ? parkCall(deps, ctx, p, kind) : undefined;
+    },
     ...(deps.hooks?.execute ? { observe: deps.hooks.execute } : {}),
   });
   const results: CallResult[] = [];

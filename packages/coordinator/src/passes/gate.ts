@@ -2,6 +2,7 @@ import { assertNever, type CallResult, FAILURES, type FailureKind, newId } from 
 import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from '../confirm/confirm-hub.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { PlannedCall, RoundContext, RoundHooks } from '../model.js';
+import { RequestError } from '../request-error.js';
 import type { Store } from '../store/store.js';
 
 /** What the confirm gate reads and writes. */
@@ -92,4 +93,21 @@ export async function answerConfirmation(
     if (other.name === out.confirmation.name) await deps.confirmations.answer(session, other.confirmationId, decision);
   }
   return out;
+}
+
+/** An answer's outcome as the API sees it: the confirmation answered, or why nothing was (a RequestError). */
+export function confirmationAnswered(out: AnswerOutcome, session: string, idOrCallId: string): PendingConfirmation {
+  switch (out.kind) {
+    case 'answered':
+      return out.confirmation;
+    case 'not_found':
+      throw new RequestError('confirmation_not_found', `nothing is pending under ${idOrCallId} in session ${session}`);
+    case 'ambiguous':
+      throw new RequestError(
+        'confirmation_ambiguous',
+        `${out.count} pending confirmations have call id ${idOrCallId}; answer by confirmationId`,
+      );
+    default:
+      return assertNever(out, 'confirmation answer');
+  }
 }

@@ -8,6 +8,7 @@ import { Engine, MAX_ROUND_RETRIES } from '../engine.js';
 import type { DispatchEvent } from '../events/event-bus.js';
 import { MemoryEventBus } from '../events/memory.js';
 import { sleep } from '../executors/fake.js';
+import { MemoryInputHub } from '../inputs/memory.js';
 import { MemoryLedger } from '../ledger/memory.js';
 import { MemoryStore } from '../store/memory.js';
 
@@ -76,6 +77,7 @@ async function twoCoordinators(options: { autoApprove?: 'all'; onError?: (e: Err
       store,
       events,
       confirmations: new MemoryConfirmHub(),
+      inputs: new MemoryInputHub(),
       ledger,
       coordinatorId: id,
       leaseMs: 60,

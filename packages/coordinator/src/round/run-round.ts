@@ -5,6 +5,7 @@ import { confirmGate, type GateDeps } from '../passes/gate.js';
 import { type PreflightDeps, preflightPass, type ReadAhead } from '../passes/preflight.js';
 import { sessionSpecs } from '../rules/catalog.js';
 import { restoreCall } from '../rules/normalize-call.js';
+import { parkKindOf } from '../rules/park.js';
 import { roundStartedData } from '../rules/round-started.js';
 import { restorePlanned, storedOf } from '../rules/stored-planned.js';
 import { awaitRound } from './await-round.js';
@@ -49,7 +50,7 @@ async function roundBody(deps: RoundDeps, ctx: RoundContext, start: RoundStart):
   const events = await inPass(deps.hooks, 'commit', ctx.ref, () => commitPass(deps, ctx, planned, results));
   // Another coordinator took the round over (this one was thought dead): its answer stands.
   if (!events) return awaitRound(deps.store, ctx.ref);
-  const ran = planned.filter((p) => p.decision.kind === 'run').map((p) => p.call.index);
+  const ran = planned.filter((p) => p.decision.kind === 'run' && !parkKindOf(p.spec)).map((p) => p.call.index);
   if (ran.length > 0) deps.executor.committed?.(ctx.ref.round, ran, ctx.origin);
   const onResult = deps.hooks?.result;
   if (onResult) for (const [i, r] of results.entries()) onResult(r, planned[i] as PlannedCall);
@@ -69,7 +70,11 @@ async function planRound(deps: RoundDeps, ctx: RoundContext, start: RoundStart):
       : deps.events.publish(ref.session, 'round.started', roundStartedData(ref, calls));
   const pass1 = inPass(deps.hooks, 'preflight', ref, () => preflightPass(deps, ctx, calls, start.read));
   const [, planned] = await Promise.all([started, pass1]);
-  if ((await confirmGate(deps, ctx, planned)) && ctx.owner)
+  const asked = await confirmGate(deps, ctx, planned);
+  // Kept when a person answered, or calls will be parked: a takeover then parks the same calls
+  // (same inputIds) and finds the answers posted meanwhile, whatever pass 1 would decide again.
+  const parks = planned.some((p) => p.decision.kind === 'run' && parkKindOf(p.spec));
+  if ((asked || parks) && ctx.owner)
     await deps.store.saveDecisions(ref.session, ref.run, ref.round, ctx.owner, planned.map(storedOf));
   return planned;
 }

@@ -4,6 +4,7 @@ import {
   CONCURRENT_BUILTINS,
   COORDINATOR_DEFINITIONS,
   DEFAULT_TOOL_TIMEOUT_MS,
+  INTERACTIVE_DEFINITIONS,
   SHIPPED_DEFINITIONS,
   schemaProblem,
   type ToolDefinition,
@@ -50,6 +51,7 @@ export function definitionOf(spec: ToolSpec): ToolDefinition {
     parameters: spec.parameters,
     concurrency: spec.concurrency,
     confirm: spec.confirm,
+    ...(spec.interactive ? { interactive: true } : {}),
   };
 }
 
@@ -66,6 +68,8 @@ export function definitionProblem(def: unknown): string | undefined {
   if (d.concurrency !== undefined && d.concurrency !== 'concurrent' && d.concurrency !== 'serial')
     return `tool ${d.name}: concurrency must be "concurrent" or "serial"`;
   if (d.confirm !== undefined && typeof d.confirm !== 'boolean') return `tool ${d.name}: confirm must be a boolean`;
+  if (d.interactive !== undefined && typeof d.interactive !== 'boolean')
+    return `tool ${d.name}: interactive must be a boolean`;
   return undefined;
 }
 
@@ -74,7 +78,12 @@ export class Catalog {
   private readonly specs = new Map<string, ToolSpec>();
 
   constructor() {
-    for (const def of [...SHIPPED_DEFINITIONS, ...COORDINATOR_DEFINITIONS, ...UNSHIPPED_DEFINITIONS])
+    for (const def of [
+      ...SHIPPED_DEFINITIONS,
+      ...COORDINATOR_DEFINITIONS,
+      ...INTERACTIVE_DEFINITIONS,
+      ...UNSHIPPED_DEFINITIONS,
+    ])
       this.specs.set(def.name, resolveSpec(def, 'builtin'));
   }
 

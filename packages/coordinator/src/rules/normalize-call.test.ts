@@ -67,9 +67,8 @@ describe('normalizeCall', () => {
       expect(call.args).toEqual({ expression: '3' });
     });
 
-    // API.md v1.1: the call's id is call_id and the item's own id is ignored. normalizeCall does
-    // not know this shape yet (it takes `id`, or call-<index> without one), so this case waits for it.
-    it.skip('takes the call id from call_id, ignoring the item id (not supported yet)', () => {
+    // API.md v1.1: the call's id is call_id and the item's own id is ignored.
+    it('takes the call id from call_id, ignoring the item id', () => {
       expect(normalizeCall(raw, 0).id).toBe('call_1');
       const { id: _item, ...withoutItemId } = raw;
       expect(normalizeCall(withoutItemId, 0).id).toBe('call_1');

@@ -72,13 +72,16 @@ function forbiddenKey(v: unknown): string | undefined {
 }
 
 /**
- * Normalises one call of any of API.md's three shapes: native `{id, name, args}`, OpenAI
- * `{id, type: 'function', function: {name, arguments}}`, Anthropic `{type: 'tool_use', id, name, input}`.
+ * Normalises one call of any of API.md's four shapes: native `{id, name, args}`, OpenAI
+ * `{id, type: 'function', function: {name, arguments}}`, Anthropic `{type: 'tool_use', id, name, input}`,
+ * OpenAI Responses `{type: 'function_call', call_id, name, arguments, id?}`.
  * The HTTP edge has already checked that `id` is a valid id.
  */
 export function normalizeCall(raw: unknown, index: number): NormalCall {
   const c = isObject(raw) ? raw : {};
-  const id = typeof c.id === 'string' ? c.id : `call-${index}`;
+  // OpenAI Responses: the call's id is `call_id`; `id` is the item's own and is ignored.
+  const ownId = c.type === 'function_call' ? c.call_id : c.id;
+  const id = typeof ownId === 'string' ? ownId : `call-${index}`;
   let name: unknown = c.name;
   let rawArgs: unknown = c.args;
   if (c.type === 'function' && isObject(c.function)) {

@@ -517,10 +517,20 @@ describe('preflight', () => {
       expect(r.error?.message).toMatch(/no handler is registered/);
     });
 
-    it('answers unknown for a client tool, which the client runs (current behaviour; API.md v1.1 parks it)', async () => {
-      const r = resultOf((await plan({}, direct('c1', 'ui_pick')))[0]);
-      expect(r).toMatchObject({ name: 'ui_pick', status: 'unknown' });
-      expect(r.error?.message).toMatch(/client tool/);
+    it('lets a client tool go on with no handler: pass 2 parks it for its client (API.md v1.1)', async () => {
+      const [p] = await plan({ runnable: [] }, direct('c1', 'ui_pick'));
+      expect(p?.decision).toEqual({ kind: 'run', needsConfirm: false });
+    });
+
+    it('lets ask_user go on with no handler: pass 2 parks it for a person', async () => {
+      const [p] = await plan({ runnable: [] }, viaRunTool('c1', 'ask_user', { question: 'Which?' }));
+      expect(p?.decision).toEqual({ kind: 'run', needsConfirm: false });
+      expect(p?.dedupable).toBe(false);
+    });
+
+    it('still validates a parked tool’s args first: ask_user without a question is invalid', async () => {
+      const r = resultOf((await plan({ runnable: [] }, viaRunTool('c1', 'ask_user', { question: 5 })))[0]);
+      expect(r).toMatchObject({ name: 'ask_user', status: 'invalid' });
     });
 
     it('needs no handler for find_tools, which the coordinator answers', async () => {

@@ -21,6 +21,7 @@ import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
 import { findTools } from './find-tools.js';
 import { HISTORY_TOOLS } from './history-query.js';
 import { argsShapeProblem, readArgs } from './normalize-call.js';
+import { parkKindOf } from './park.js';
 
 /** Tools the coordinator answers itself (no worker handler): from the catalog, or from the session's recorded history. */
 export const COORDINATOR_TOOLS: ReadonlySet<string> = new Set(['find_tools', ...HISTORY_TOOLS]);
@@ -242,7 +243,7 @@ const schemaStep: Step = ({ call, name, args, spec }, input) => {
   return { kind: 'done', result: { id: call.id, name, status: 'schema', output, durationMs: 0 } };
 };
 
-/** Step 5: existence: a definition, and a handler somewhere (a client tool's handler is its client). */
+/** Step 5: existence: a definition, and a handler somewhere (a person or the client, for a parked call). */
 const existenceStep: Step = ({ call, name, spec }, input) => {
   if (!spec)
     return stop(
@@ -251,13 +252,8 @@ const existenceStep: Step = ({ call, name, spec }, input) => {
       'no_definition',
       `There is no tool named "${name}". Use find_tools to search for the tool you need.`,
     );
-  if (spec.kind === 'client')
-    return stop(
-      call,
-      name,
-      'no_handler',
-      `"${name}" is a client tool: the client application runs it, not tool-dispatch, so it did not run here.`,
-    );
+  // Parked in pass 2 (API.md "Parked calls"): its answer comes through the inputs endpoints.
+  if (parkKindOf(spec)) return undefined;
   if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
     return stop(
       call,
@@ -290,7 +286,9 @@ const cacheStep: KnownStep = (planned, _spec, _input, round) => {
 /** find_tools is answered here, so later calls of the round see the schemas it fetches. */
 const findToolsStep: KnownStep = ({ name, args }, _spec, input) => {
   if (name !== 'find_tools') return undefined;
-  const visible = [...input.specs.values()].filter((s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name));
+  const visible = [...input.specs.values()].filter(
+    (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name) || parkKindOf(s) !== undefined,
+  );
   const output = findTools(visible, args);
   for (const t of output.tools) input.fetched.add(t.name);
   return { kind: 'run', needsConfirm: false, output };

@@ -22,11 +22,30 @@ describe('deferred schemas and providers', () => {
   });
 
   describe('when the provider is claude-code', () => {
-    it('gives the model every runnable tool except run_tool', () => {
+    it('gives the model every runnable tool except run_tool, and ask_user, which a person answers', () => {
       const view = buildToolsView('claude-code', specs, runnable);
       const names = view.tools.map((t) => t.name);
       expect(names).not.toContain('run_tool');
-      expect(names.sort()).toEqual(['find_tools', ...runnable, 'ui_pick'].sort());
+      expect(names.sort()).toEqual(['ask_user', 'find_tools', ...runnable, 'ui_pick'].sort());
+    });
+
+    it('shows a tool not fetched yet with its description and the open schema, and its full schema once fetched (API.md v1.1)', () => {
+      const before = buildToolsView('claude-code', specs, runnable, new Set(['find_tools']));
+      const read = before.tools.find((t) => t.name === 'read_files');
+      expect(read?.parameters).toEqual({ type: 'object' });
+      expect(read?.description).toBe(specs.get('read_files')?.description);
+      const after = buildToolsView('claude-code', specs, runnable, new Set(['find_tools', 'read_files']));
+      expect(after.tools.find((t) => t.name === 'read_files')?.parameters).toEqual(specs.get('read_files')?.parameters);
+      expect(before.tools.find((t) => t.name === 'find_tools')?.parameters).toEqual(
+        specs.get('find_tools')?.parameters,
+      );
+      expect(before.tools.find((t) => t.name === 'ui_pick')?.parameters).toEqual(specs.get('ui_pick')?.parameters);
+    });
+
+    it('never advises run_tool in the descriptions, which claude-code sessions do not have', () => {
+      const view = buildToolsView('claude-code', specs, runnable, new Set(['find_tools']));
+      for (const t of view.tools) expect(t.description).not.toMatch(/run_tool/);
+      expect(view.context).not.toMatch(/run_tool/);
     });
 
     it('loads every tool but run_tool, with only find_tools and client tools fetched', () => {

@@ -21,20 +21,44 @@ export function initiallyFetched(provider: string, clientTools: readonly ToolDef
 
 const neutral = (s: ToolSpec): NeutralTool => ({ name: s.name, description: s.description, parameters: s.parameters });
 
+/** The open schema a claude-code tools array shows for a tool whose schema is still deferred (API.md v1.1). */
+export const DEFERRED_PARAMETERS: Readonly<Record<string, unknown>> = { type: 'object' };
+
+/** Descriptions that speak of run_tool elsewhere, as claude-code sessions (which have no run_tool) read them. */
+const CLAUDE_CODE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  find_tools:
+    'Find tools by a search query or exact names and return their full definitions (JSON schemas). ' +
+    'Then call a found tool directly by its name, with args that match its schema.',
+};
+
+/**
+ * A claude-code tools array entry: a tool whose schema the session has not been shown yet has its
+ * name and description and the open schema; fetched ones (find_tools, client tools) have it whole.
+ */
+function claudeCodeTool(s: ToolSpec, fetched: ReadonlySet<string>): NeutralTool {
+  const description = CLAUDE_CODE_DESCRIPTIONS[s.name] ?? s.description;
+  const parameters = fetched.has(s.name) || s.kind === 'client' ? s.parameters : { ...DEFERRED_PARAMETERS };
+  return { name: s.name, description, parameters };
+}
+
 /**
  * The tools array for the model's next request and the turn-context text naming deferred tools.
- * `runnable` limits both to tools that can run now (a handler is registered, or the client runs it).
+ * `runnable` limits both to tools that can run now (a handler is registered, or the client or a
+ * person answers it); `fetched`, the schemas the session has been shown, decides what a
+ * claude-code array shows of each.
  */
 export function buildToolsView(
   provider: string,
   specs: ReadonlyMap<string, ToolSpec>,
   runnable: ReadonlySet<string>,
+  fetched: ReadonlySet<string> = new Set(),
 ): ToolsView {
   const usable = [...specs.values()].filter(
-    (s) => s.kind === 'client' || s.name === 'find_tools' || s.name === 'run_tool' || runnable.has(s.name),
+    (s) =>
+      s.kind === 'client' || s.interactive || s.name === 'find_tools' || s.name === 'run_tool' || runnable.has(s.name),
   );
   if (provider === CLAUDE_CODE) {
-    const tools = usable.filter((s) => s.name !== 'run_tool').map(neutral);
+    const tools = usable.filter((s) => s.name !== 'run_tool').map((s) => claudeCodeTool(s, fetched));
     const deferred = usable.filter((s) => s.deferred).map((s) => s.name);
     const context = [
       `You have ${tools.length} tools. find_tools and client tools are ready to call.`,

@@ -1,0 +1,47 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// The CLI as an operator meets it (bin/tool-dispatch, after the build `pnpm test` runs first).
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const cli = (...args: string[]) =>
+  spawnSync(path.join(ROOT, 'bin/tool-dispatch'), args, {
+    encoding: 'utf8',
+    timeout: 30_000,
+    env: { ...process.env, PORT: '' },
+  });
+
+describe('the tool-dispatch command', () => {
+  it('prints its version with --version', () => {
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'packages/coordinator/package.json'), 'utf8'));
+    const r = cli('--version');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim()).toBe(`tool-dispatch ${version}`);
+  });
+
+  it('answers an unknown command in two short lines on stderr, naming it, and exits non-zero', () => {
+    const r = cli('frobnicate');
+    expect(r.status).not.toBe(0);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines.length).toBeLessThanOrEqual(2);
+    expect(lines[0]).toMatch(/unknown command 'frobnicate'/);
+    expect(lines[1]).toMatch(/--help/);
+    expect(r.stdout).toBe('');
+  });
+
+  it('names the bad value of an option in as few lines', () => {
+    const r = cli('coordinator', '--port', 'x');
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim().split('\n').length).toBeLessThanOrEqual(2);
+    expect(r.stderr).toMatch(/--port/);
+  });
+
+  it('still prints every command, variable and limit with --help', () => {
+    const r = cli('--help');
+    expect(r.status).toBe(0);
+    for (const word of ['coordinator', 'worker', 'dev', 'demo', 'REDIS_URL', 'TD_CONFIRM_TIMEOUT_MS', 'Limits:'])
+      expect(r.stdout).toContain(word);
+  });
+});

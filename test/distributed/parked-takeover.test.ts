@@ -1,0 +1,162 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/net.js';
+import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+
+// API.md "Parked calls": a coordinator that dies while a call is parked loses nothing; the round
+// is taken over, and the answer, posted to any coordinator, completes it. Real processes, a real
+// SIGKILL, then the client's retry under the round's Idempotency-Key on the other coordinator.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = path.join(root, 'bin', 'tool-dispatch');
+
+interface Proc {
+  child: ChildProcess;
+  output: string[];
+  port: number;
+}
+
+let redis: TestRedis;
+let workspaces: string;
+const procs: Proc[] = [];
+
+async function start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+  const port = await freePort();
+  const child = spawn(bin, [...args, '--port', String(port)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const proc: Proc = { child, output: [], port };
+  procs.push(proc);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${proc.output.join('')}`)), 60_000);
+    const onData = (d: Buffer) => {
+      proc.output.push(d.toString());
+      if (waitFor.test(proc.output.join(''))) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}):\n${proc.output.join('')}`)));
+  });
+  return proc;
+}
+
+function killGroup(p: Proc, signal: NodeJS.Signals): void {
+  try {
+    if (p.child.pid) process.kill(-p.child.pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+async function api(port: number, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: answers checked by the test
+  return { status: res.status, json: (await res.json().catch(() => null)) as any };
+}
+
+async function until<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  workspaces = await mkdtemp(path.join(tmpdir(), 'td-parked-takeover-'));
+}, 60_000);
+
+afterAll(async () => {
+  for (const p of procs) killGroup(p, 'SIGKILL');
+  await redis?.stop();
+  await rm(workspaces, { recursive: true, force: true });
+});
+
+describe('when a coordinator dies while a call is parked', () => {
+  it('keeps the call parked; the answer posted to the other coordinator completes the round its Idempotency-Key retry gets', async () => {
+    const env = { REDIS_URL: redis.url, TD_PREFIX: randomPrefix(), TD_WORKSPACE_ROOT: workspaces };
+    await start(['worker'], env, /consuming/);
+    const [a, b] = await Promise.all([
+      start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
+      start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
+    ]);
+    if (!a || !b) throw new Error('coordinators did not start');
+    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator ready');
+
+    const session = `parked-death-${Date.now()}`;
+    const put = await api(a.port, 'PUT', `/v1/sessions/${session}`, { provider: 'claude-code', autoApprove: 'all' });
+    expect(put.status).toBe(200);
+    const setup = await api(a.port, 'POST', `/v1/sessions/${session}/runs/setup/rounds`, {
+      calls: [{ id: 'f', name: 'find_tools', args: { names: ['ask_user', 'run_command'] } }],
+    });
+    expect(setup.status).toBe(200);
+
+    const calls = [
+      { id: 'ask', name: 'ask_user', args: { question: 'Deploy now?', choices: ['yes', 'no'] } },
+      { id: 'then', name: 'ask_user', args: { question: 'Tell the team?' } },
+      { id: 'cmd', name: 'run_command', args: { command: 'echo deployed >> deploys.txt; cat deploys.txt' } },
+    ];
+    const key = { 'idempotency-key': 'parked-retry-1' };
+    const lost = api(a.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key).catch(() => null);
+    const parked = await until(
+      async () => (await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json?.inputs?.[0],
+      20_000,
+      'the ask_user call parked (seen from the other coordinator)',
+    );
+    expect(parked).toMatchObject({ kind: 'interactive', callId: 'ask', name: 'ask_user', run: 'r1' });
+    killGroup(a, 'SIGKILL');
+    await lost;
+
+    // Nobody waits for it now: the answer is taken all the same, and kept for the takeover.
+    const answered = await api(b.port, 'POST', `/v1/sessions/${session}/inputs/ask`, { output: 'yes' });
+    expect(answered.status).toBe(200);
+    expect(answered.json).toEqual({ inputId: parked.inputId, status: 'ok' });
+
+    // The retry waits for the round, which b takes over once a's lease lapses: the first call is
+    // answered from what was posted meanwhile; b parks the next one, answered while b waits.
+    const retry = api(b.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key);
+    const next = await until(
+      async () =>
+        (await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json?.inputs?.find(
+          (i: { callId: string }) => i.callId === 'then',
+        ),
+      30_000,
+      'the second ask_user parked by the coordinator that took the round over',
+    );
+    expect(
+      (await api(b.port, 'POST', `/v1/sessions/${session}/inputs/${next.inputId}`, { output: 'later' })).status,
+    ).toBe(200);
+    const retried = await retry;
+    expect(retried.status).toBe(200);
+    expect(retried.json.results.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual([
+      ['ask', 'ok'],
+      ['then', 'ok'],
+      ['cmd', 'ok'],
+    ]);
+    expect(retried.json.results[0].output).toEqual({ answer: 'yes' });
+    expect(retried.json.results[1].output).toEqual({ answer: 'later' });
+    expect(retried.json.results[2].output.stdout).toBe('deployed\n');
+    expect(b.output.join('')).toMatch(/taking over round/);
+    expect((await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json.inputs).toEqual([]);
+    const history = (await api(b.port, 'GET', `/v1/sessions/${session}/history`)).json.results as Array<{ id: string }>;
+    expect(history.filter((e) => e.id === 'ask')).toHaveLength(1);
+    expect(history.filter((e) => e.id === 'then')).toHaveLength(1);
+    expect(history.filter((e) => e.id === 'cmd')).toHaveLength(1);
+  }, 120_000);
+});
