@@ -1,81 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../support/net.js';
+import { api, CliProcesses, killGroup, until } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 
 // API.md "Parked calls": a coordinator that dies while a call is parked loses nothing; the round
 // is taken over, and the answer, posted to any coordinator, completes it. Real processes, a real
 // SIGKILL, then the client's retry under the round's Idempotency-Key on the other coordinator.
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const bin = path.join(root, 'bin', 'tool-dispatch');
-
-interface Proc {
-  child: ChildProcess;
-  output: string[];
-  port: number;
-}
-
 let redis: TestRedis;
 let workspaces: string;
-const procs: Proc[] = [];
-
-async function start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
-  const port = await freePort();
-  const child = spawn(bin, [...args, '--port', String(port)], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const proc: Proc = { child, output: [], port };
-  procs.push(proc);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${proc.output.join('')}`)), 60_000);
-    const onData = (d: Buffer) => {
-      proc.output.push(d.toString());
-      if (waitFor.test(proc.output.join(''))) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}):\n${proc.output.join('')}`)));
-  });
-  return proc;
-}
-
-function killGroup(p: Proc, signal: NodeJS.Signals): void {
-  try {
-    if (p.child.pid) process.kill(-p.child.pid, signal);
-  } catch {
-    /* gone */
-  }
-}
-
-async function api(port: number, method: string, p: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`http://127.0.0.1:${port}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: answers checked by the test
-  return { status: res.status, json: (await res.json().catch(() => null)) as any };
-}
-
-async function until<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const cli = new CliProcesses();
+const start = (args: string[], env: Record<string, string>, waitFor: RegExp) => cli.start(args, env, waitFor);
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -83,7 +19,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const p of procs) killGroup(p, 'SIGKILL');
+  cli.killAll('SIGKILL');
   await redis?.stop();
   await rm(workspaces, { recursive: true, force: true });
 });

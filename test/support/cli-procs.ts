@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './net.js';
+
+// Real `bin/tool-dispatch` processes for fault tests (SIGKILL of a coordinator, takeovers): each in
+// its own process group, started on a free port, ready once its output matches.
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const bin = path.join(root, 'bin', 'tool-dispatch');
+
+export interface Proc {
+  child: ChildProcess;
+  output: string[];
+  port: number;
+}
+
+/** The processes a test file started, for its afterAll to kill. */
+export class CliProcesses {
+  readonly procs: Proc[] = [];
+
+  /** Starts `tool-dispatch <args> --port <free>` and resolves once its output matches `waitFor`. */
+  async start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+    const port = await freePort();
+    const child = spawn(bin, [...args, '--port', String(port)], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const proc: Proc = { child, output: [], port };
+    this.procs.push(proc);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${proc.output.join('')}`)), 60_000);
+      const onData = (d: Buffer) => {
+        proc.output.push(d.toString());
+        if (waitFor.test(proc.output.join(''))) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}):\n${proc.output.join('')}`)));
+    });
+    return proc;
+  }
+
+  killAll(signal: NodeJS.Signals): void {
+    for (const p of this.procs) killGroup(p, signal);
+  }
+}
+
+export function killGroup(p: Proc, signal: NodeJS.Signals): void {
+  try {
+    if (p.child.pid) process.kill(-p.child.pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+/** One JSON request to a process's HTTP API on loopback. */
+export async function api(
+  port: number,
+  method: string,
+  p: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`http://127.0.0.1:${port}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: answers checked by the test
+  return { status: res.status, json: (await res.json().catch(() => null)) as any };
+}
+
+/** Polls `fn` every 100 ms until it gives a value, failing after `ms`. */
+export async function until<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
