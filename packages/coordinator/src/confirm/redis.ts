@@ -1,8 +1,8 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
+import { parseSettlePendingReply, settlePendingScript } from '../support/lua/settlePending-2.lua.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 import { AnswerConfirmStatus, answerConfirmScript, parseAnswerConfirmReply } from './lua/answerConfirm-2.lua.js';
-import { parseSettleConfirmReply, settleConfirmScript } from './lua/settleConfirm-2.lua.js';
 
 export interface RedisConfirmHubOptions {
   /** A connection the caller owns; the hub duplicates it once for its pub/sub subscription. */
@@ -163,7 +163,7 @@ export class RedisConfirmHub implements ConfirmHub {
       [...bySession].map(([session, ids]) =>
         runScript(
           this.redis,
-          settleConfirmScript,
+          settlePendingScript,
           [this.keys.confirmPending(session), this.keys.confirmDecided(session)],
           [JSON.stringify(cancelled), DECIDED_TTL_MS, ...ids],
         ).catch(() => undefined),
@@ -196,7 +196,7 @@ export class RedisConfirmHub implements ConfirmHub {
       const ids = group.map((i) => i.confirmationId);
       const keys = [this.keys.confirmPending(session), this.keys.confirmDecided(session)];
       const args = [JSON.stringify(decision), DECIDED_TTL_MS, ...ids];
-      const reply = parseSettleConfirmReply(await runScript(this.redis, settleConfirmScript, keys, args));
+      const reply = parseSettlePendingReply(await runScript(this.redis, settlePendingScript, keys, args));
       ids.forEach((id, i) => {
         out.set(id, (tryParseJson(reply[i]) as ConfirmDecision | undefined) ?? decision);
       });

@@ -1,11 +1,11 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { InputAnswer, InputSettlement, ParkedInput } from '../model.js';
+import { parseSettlePendingReply, settlePendingScript } from '../support/lua/settlePending-2.lua.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import { decodeParkedInput, decodeSettlement } from './codec.js';
 import { byParkOrder, type FindInput, type InputHub, type InputWait, type ParkOutcome } from './input-hub.js';
 import { answerInputScript, parseAnswerInputReply } from './lua/answerInput-2.lua.js';
 import { ParkInputStatus, parkInputScript, parseParkInputReply } from './lua/parkInput-2.lua.js';
-import { parseSettleInputReply, settleInputScript } from './lua/settleInput-2.lua.js';
 
 export interface RedisInputHubOptions {
   /** A connection the caller owns; the hub duplicates it once for its pub/sub subscription. */
@@ -135,8 +135,8 @@ export class RedisInputHub implements InputHub {
   async settle(session: string, inputIds: readonly string[], settlement: InputSettlement): Promise<InputSettlement[]> {
     if (inputIds.length === 0) return [];
     const json = JSON.stringify(settlement);
-    const reply = parseSettleInputReply(
-      await runScript(this.redis, settleInputScript, this.hashes(session), [json, SETTLED_TTL_MS, ...inputIds]),
+    const reply = parseSettlePendingReply(
+      await runScript(this.redis, settlePendingScript, this.hashes(session), [json, SETTLED_TTL_MS, ...inputIds]),
     );
     return inputIds.map((_, i) => decodeSettlement(reply[i]) ?? settlement);
   }
