@@ -1,4 +1,5 @@
 import type { InputAnswer, InputSettlement, ParkedInput } from '../model.js';
+import { getOrCreate } from '../support/maps.js';
 import { byParkOrder, type FindInput, type InputHub, type InputWait, type ParkOutcome } from './input-hub.js';
 
 /** How long a settlement stays readable after the call ended (as in the Redis hub). */
@@ -50,9 +51,7 @@ export class MemoryInputHub implements InputHub {
         },
         Math.max(0, input.deadline - this.now()),
       );
-      const set = this.waiters.get(inputId) ?? new Set();
-      set.add(finish);
-      this.waiters.set(inputId, set);
+      getOrCreate(this.waiters, inputId, () => new Set()).add(finish);
       if (signal.aborted) onAbort();
       else if (release?.aborted) onRelease();
       else {

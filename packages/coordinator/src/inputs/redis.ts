@@ -1,6 +1,7 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { InputAnswer, InputSettlement, ParkedInput } from '../model.js';
 import { parseSettlePendingReply, settlePendingScript } from '../support/lua/settlePending-2.lua.js';
+import { getOrCreate } from '../support/maps.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
 import { decodeParkedInput, decodeSettlement } from './codec.js';
 import { byParkOrder, type FindInput, type InputHub, type InputWait, type ParkOutcome } from './input-hub.js';
@@ -119,9 +120,7 @@ export class RedisInputHub implements InputHub {
       Math.max(0, input.deadline - Date.now()),
     );
     const poll = setInterval(readBack, this.pollIntervalMs);
-    const set = this.waiters.get(inputId) ?? new Set();
-    set.add(finish);
-    this.waiters.set(inputId, set);
+    getOrCreate(this.waiters, inputId, () => new Set()).add(finish);
     if (signal.aborted) onAbort();
     else if (release?.aborted) onRelease();
     else {
