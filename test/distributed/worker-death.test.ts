@@ -42,7 +42,7 @@ interface WorkerProcess {
 }
 
 function spawnWorker(prefix: string, id: string): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', 'test/support/worker-proc.ts'], {
+  const child = spawn(process.execPath, ['--conditions=td-source', '--import', 'tsx', 'test/support/worker-proc.ts'], {
     cwd: root,
     env: {
       ...process.env,

@@ -1,4 +1,4 @@
-// A worker in its own OS process, for fault tests: `node --conditions=source --import tsx test/support/worker-proc.ts`.
+// A worker in its own OS process, for fault tests: `node --conditions=td-source --import tsx test/support/worker-proc.ts`.
 // Env: REDIS_URL, TD_PREFIX, WORKER_ID, and optionally LOCK_MS, STALLED_MS, CONCURRENCY.
 // Prints `ready <id>` once it consumes; SIGTERM closes it gracefully.
 import { startWorker } from '../../packages/worker/src/consume.js';

@@ -15,11 +15,14 @@ import type {
 export type { SessionInput, SubmitRoundInput, ToolsView } from './model.js';
 export { RequestError, type RequestErrorCode } from './request-error.js';
 
-/** Catalog entry as `GET /v1/tools` shows it. */
+/** Where a catalog entry comes from (API.md v1.1 `source`). */
+export type ToolSource = 'builtin' | 'user' | 'mcp' | 'client';
+
+/** Catalog entry as `GET /v1/tools` shows it; an MCP tool's names its `server`. */
 export type CatalogView = Pick<
   ToolSpec,
   'name' | 'description' | 'concurrency' | 'confirm' | 'deferred' | 'cacheable' | 'parameters'
->;
+> & { source: ToolSource; server?: string };
 
 /** The coordinator's engine as the HTTP layer (and embedded users) see it. */
 export interface Dispatcher {

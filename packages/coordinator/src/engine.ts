@@ -65,6 +65,8 @@ export interface EngineOptions {
   leaseMs?: number;
   /** Infrastructure errors the engine recovers from (recovery scans). */
   onError?: (error: Error) => void;
+  /** Operator log lines (an announced MCP tool the catalog refused). */
+  log?: (line: string) => void;
   /** A round taken over from a coordinator that stopped renewing its lease. */
   onRecover?: (ref: RoundRef, from: { coordinator: string; decided: boolean }) => void;
 }
@@ -91,6 +93,7 @@ export class Engine implements Dispatcher {
   private draining = false;
   /** Aborted once a drain's grace has passed: parked calls' waits let go. */
   private readonly parkRelease = new AbortController();
+  private readonly log: (line: string) => void;
 
   constructor(private readonly options: EngineOptions) {
     const { config, executor, store, events, confirmations, inputs, hooks } = options;
@@ -102,6 +105,7 @@ export class Engine implements Dispatcher {
     this.inputs = inputs;
     // Every parked call of every run listens to it.
     setMaxListeners(0, this.parkRelease.signal);
+    this.log = options.log ?? (() => {});
     this.tools = options.catalog ?? new Catalog();
     for (const def of options.tools ?? []) this.tools.register(def);
     this.coordinatorId = options.coordinatorId ?? newId('coord');
@@ -127,8 +131,10 @@ export class Engine implements Dispatcher {
           coordinatorId: this.coordinatorId,
           leaseMs: this.leaseMs,
           isDraining: () => this.draining,
-          resume: (ref, state, taken, from) => {
+          resume: async (ref, state, taken, from) => {
             const resume = { origin: taken.origin || from, ...(taken.planned ? { planned: taken.planned } : {}) };
+            // A round taken over may call MCP tools this coordinator has not listed yet.
+            await this.syncCatalog().catch(() => undefined);
             return startRound(this.rounds, ref, state, { rawCalls: taken.calls, resume });
           },
           onError: options.onError,
@@ -139,6 +145,7 @@ export class Engine implements Dispatcher {
   }
 
   async putSession(session: string, input: SessionInput): Promise<SessionState> {
+    await this.syncCatalog();
     const tenant = input.tenant ?? 'default';
     if (!isValidId(tenant))
       throw new RequestError('invalid_request', `tenant ${JSON.stringify(tenant)} is not a valid id`);
@@ -165,16 +172,15 @@ export class Engine implements Dispatcher {
   }
 
   async toolsFor(session: string): Promise<ToolsView> {
-    const state = await this.requireSession(session);
+    const [state] = await Promise.all([this.requireSession(session), this.syncCatalog()]);
     const specs = sessionSpecs(this.tools, state.clientTools);
     return buildToolsView(state.provider, specs, await runnableTools(this.executor, state), new Set(state.fetched));
   }
 
-  submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
+  async submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
     if (this.draining)
-      return Promise.reject(
-        new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one'),
-      );
+      throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
+    await this.syncCatalog();
     return submitRound(this.rounds, input);
   }
 
@@ -231,6 +237,7 @@ export class Engine implements Dispatcher {
   }
 
   async catalog(): Promise<CatalogView[]> {
+    await this.syncCatalog();
     return this.tools.all().map((s) => ({
       name: s.name,
       description: s.description,
@@ -239,7 +246,15 @@ export class Engine implements Dispatcher {
       deferred: s.deferred,
       cacheable: s.cacheable,
       parameters: s.parameters,
+      source: s.kind,
+      ...(s.server !== undefined ? { server: s.server } : {}),
     }));
+  }
+
+  /** Takes the MCP tools the executor's workers announce now into the catalog (nothing to do while they are the same). */
+  private async syncCatalog(): Promise<void> {
+    const announced = await this.executor.announcedTools?.();
+    if (announced) this.tools.adopt(announced, this.log);
   }
 
   async ready(): Promise<boolean> {

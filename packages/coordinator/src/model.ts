@@ -146,11 +146,17 @@ export interface RoundContext {
 }
 
 /** Who answers a parked call (API.md "Parked calls"): a person (`interactive`) or the agent backend's client. */
-export type InputKind = 'interactive' | 'client';
+export type InputKind = 'interactive' | 'client' | 'elicitation';
+
+/** Who answers a parked call as a whole (an elicitation is a question asked during a call that runs). */
+export type CallParkKind = Exclude<InputKind, 'elicitation'>;
 
 /** A parked call waiting for its answer (API.md `GET .../inputs`), as the store keeps it. */
 export interface ParkedInput {
-  /** `in_<round>_<call index>`: the same for a coordinator that takes the round over, unique across rounds. */
+  /**
+   * `in_<round>_<call index>`: the same for a coordinator that takes the round over, unique across
+   * rounds; an elicitation's adds `_<n>`, its place among the call's questions.
+   */
   inputId: string;
   kind: InputKind;
   session: string;

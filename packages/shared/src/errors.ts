@@ -33,3 +33,11 @@ export class DispatchError extends Error {
     this.name = 'DispatchError';
   }
 }
+
+/** A configuration the process cannot start with (a bad TD_MCP_CONFIG, say): the CLI exits 2 naming the problem. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

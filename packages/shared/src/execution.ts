@@ -1,3 +1,4 @@
+import type { AnnouncedTool } from './mcp.js';
 import { type ErrorCode, FAILURES } from './result.js';
 
 /** Which queue a call runs on: concurrent tools, or the serial (concurrency-1) queue. */
@@ -33,9 +34,14 @@ export type ExecOutcome =
 
 /** Pass 2's seam: runs one call somewhere (in-process, or on a worker through BullMQ). */
 export interface Executor {
-  execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome>;
+  execute(job: ExecJob, signal: AbortSignal, options?: ExecuteOptions): Promise<ExecOutcome>;
   /** Names of tools that have a registered handler somewhere. */
   handlerNames(): Promise<ReadonlySet<string>>;
+  /**
+   * The MCP servers' tools the executor's workers announce (v1.1); the same array while nothing
+   * changed, so a catalog can tell a change by identity. Absent: none.
+   */
+  announcedTools?(): Promise<readonly AnnouncedTool[]>;
   /**
    * Told once a round is committed, with the calls it ran and the coordinator whose namespace holds
    * their outcomes (`ExecJob.origin`; absent: this one): what the executor kept of them can go.
@@ -63,6 +69,31 @@ export interface HandlerContext {
   /** The execution deadline in ms (handlers with their own `timeoutMs` argument use that). */
   timeoutMs: number;
   config: HandlerConfig;
+  /**
+   * Asks a person for input while the call runs (an MCP server's elicitation): the question is
+   * parked like a call (API.md "Parked calls"), and the call's deadline stands still until it is
+   * answered. Absent where nobody can be asked.
+   */
+  requestInput?: InputRequester;
+}
+
+/** A question a running call puts to a person, parked until it is answered through the inputs endpoints. */
+export interface InputRequest {
+  kind: 'elicitation';
+  /** What the parked input shows as its `args` (an elicitation's `message` and `requestedSchema`). */
+  args: Record<string, unknown>;
+}
+
+/** How a parked question was answered: the posted `output`, or why there is none (`error`: posted, timed out, cancelled). */
+export type InputReply = { output: unknown } | { error: string };
+
+/** Puts a question to a person; settles once it is answered, times out or `signal` aborts. */
+export type InputRequester = (request: InputRequest, signal: AbortSignal) => Promise<InputReply>;
+
+/** What pass 2 gives an executor with each call besides the job. */
+export interface ExecuteOptions {
+  /** Parks a running call's questions (absent: the call cannot ask). */
+  requestInput?: InputRequester;
 }
 
 /** A tool's implementation. Throw a `ToolError` for a specific code; any other throw is `handler_error`. */

@@ -32,19 +32,25 @@ export {
   RESULT_CACHE_TTL_MS,
   resolveConfig,
 } from './config.js';
-export { DispatchError, isToolError, ToolError } from './errors.js';
+export { ConfigError, DispatchError, isToolError, ToolError } from './errors.js';
 export type {
   ExecFailureKind,
   ExecJob,
   ExecOutcome,
+  ExecuteOptions,
   Executor,
   Handler,
   HandlerConfig,
   HandlerContext,
+  InputReply,
+  InputRequest,
+  InputRequester,
   QueueClass,
 } from './execution.js';
 export { failedOutcome, failureKindOf } from './execution.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
+export type { AnnouncedTool, McpServerStatus } from './mcp.js';
+export { elicitationAnswerProblem, isMcpToolName, MCP_SERVER_NAME, mcpToolName } from './mcp.js';
 export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
 export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
 export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';

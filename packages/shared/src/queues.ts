@@ -1,4 +1,5 @@
 import type { ExecJob, ExecOutcome, QueueClass } from './execution.js';
+import type { AnnouncedTool, McpServerStatus } from './mcp.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
 
 /**
@@ -85,6 +86,10 @@ export interface WorkerAnnouncement {
   host: string;
   startedAt: number;
   at: number;
+  /** Its MCP servers' tools (v1.1): what the coordinators' catalogs hold as `mcp__<server>__<tool>`. */
+  tools?: AnnouncedTool[];
+  /** Its MCP servers' states (v1.1). */
+  mcp?: McpServerStatus[];
 }
 
 /** Idempotent enqueue: one BullMQ job id per (round, call index). BullMQ forbids ':' in custom ids. */

@@ -30,6 +30,8 @@ export interface ToolSpec {
   dedupe: boolean;
   interactive: boolean;
   timeoutMs: number;
+  /** An MCP tool's server (TD_MCP_CONFIG name). */
+  server?: string;
 }
 
 /** The neutral shape of a tool in a model's tools array. */

@@ -46,3 +46,50 @@ describe('withDeadline', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('withDeadline hold', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('stops the clock while held and keeps the time left, not a fresh deadline', () => {
+    for (const own of [undefined, new AbortController()]) {
+      const stop = own ? withDeadline(own.signal, 100, own) : withDeadline(new AbortController().signal, 100);
+      vi.advanceTimersByTime(60);
+      const release = stop.hold();
+      vi.advanceTimersByTime(10_000);
+      expect(stop.signal.aborted).toBe(false);
+      release();
+      vi.advanceTimersByTime(39);
+      expect(stop.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(isDeadlineAbort(stop.signal)).toBe(true);
+      stop.dispose();
+    }
+  });
+
+  it('nests holds: the clock runs again only when the last one is released', () => {
+    const stop = withDeadline(new AbortController().signal, 50);
+    const a = stop.hold();
+    const b = stop.hold();
+    a();
+    a();
+    vi.advanceTimersByTime(1_000);
+    expect(stop.signal.aborted).toBe(false);
+    b();
+    vi.advanceTimersByTime(50);
+    expect(stop.signal.aborted).toBe(true);
+  });
+
+  it('a caller abort still stops a held call at once', () => {
+    const caller = new AbortController();
+    const stop = withDeadline(caller.signal, 50);
+    stop.hold();
+    caller.abort(new Error('cancelled'));
+    expect(stop.signal.aborted).toBe(true);
+    expect(isDeadlineAbort(stop.signal)).toBe(false);
+  });
+});

@@ -22,8 +22,52 @@ export interface DeadlineSignal {
   readonly signal: AbortSignal;
   /** Resolves once `signal` aborts. */
   readonly stopped: Promise<'aborted'>;
+  /**
+   * Stops the deadline's clock until the returned function is called (a call waiting for a
+   * person's answer): the time left is kept, not restarted. Holds nest.
+   */
+  hold(): () => void;
   /** Clears the timer and the listener on the caller's signal; `signal` stays as it is. */
   dispose(): void;
+}
+
+/** The reason AbortSignal.timeout gives, so isDeadlineAbort tells it from a cancel. */
+const deadlineReason = () => new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+
+/** A deadline `ms` from now that calls `fire` when it passes, whose clock can be held. */
+class DeadlineClock {
+  private timer: NodeJS.Timeout | undefined;
+  private left: number;
+  private startedAt = Date.now();
+  private holds = 0;
+
+  constructor(
+    ms: number,
+    private readonly fire: () => void,
+  ) {
+    this.left = ms;
+    this.timer = setTimeout(fire, ms);
+  }
+
+  hold(): () => void {
+    if (this.holds++ === 0) {
+      clearTimeout(this.timer);
+      this.left = Math.max(0, this.left - (Date.now() - this.startedAt));
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds > 0) return;
+      this.startedAt = Date.now();
+      this.timer = setTimeout(this.fire, this.left);
+    };
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.holds = Number.POSITIVE_INFINITY;
+  }
 }
 
 /**
@@ -44,17 +88,17 @@ export function withDeadline(caller: AbortSignal, ms: number, own?: AbortControl
     resolveStopped('aborted');
   };
   const onCallerAbort = () => stop(caller.reason);
-  const timer = setTimeout(function deadlinePassed() {
-    // The reason AbortSignal.timeout gives, so isDeadlineAbort tells it from a cancel.
-    stop(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, ms);
+  const clock = new DeadlineClock(ms, function deadlinePassed() {
+    stop(deadlineReason());
+  });
   if (caller.aborted) onCallerAbort();
   else caller.addEventListener('abort', onCallerAbort, { once: true });
   return {
     signal: controller.signal,
     stopped,
+    hold: () => clock.hold(),
     dispose: () => {
-      clearTimeout(timer);
+      clock.clear();
       caller.removeEventListener('abort', onCallerAbort);
     },
   };
@@ -68,16 +112,17 @@ function deadlineOn(controller: AbortController, ms: number): DeadlineSignal {
     resolveStopped = resolve;
   });
   const onAbort = () => resolveStopped('aborted');
-  const timer = setTimeout(function deadlinePassed() {
-    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, ms);
+  const clock = new DeadlineClock(ms, function deadlinePassed() {
+    controller.abort(deadlineReason());
+  });
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   return {
     signal,
     stopped,
+    hold: () => clock.hold(),
     dispose: () => {
-      clearTimeout(timer);
+      clock.clear();
       signal.removeEventListener('abort', onAbort);
     },
   };

@@ -47,6 +47,7 @@ import {
   StartCallsStatus,
   startCallsScript,
 } from './lua/startCalls-2n.lua.js';
+import type { McpHub } from './mcp/hub.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { HandlerRegistry } from './registry.js';
 import { RunningCalls } from './running-calls.js';
@@ -79,6 +80,12 @@ export interface StartWorkerOptions {
   heartbeatMs?: number;
   /** Called with infrastructure errors (Redis, BullMQ); they never end the worker. */
   onError?: (error: Error) => void;
+  /**
+   * The process's MCP servers (TD_MCP_CONFIG): their tools and states go out with every
+   * announcement, and a change (a server up or down, a `list_changed`) is announced at once.
+   * The registry must have it as a source (`registry.addSource`).
+   */
+  mcp?: McpHub;
 }
 
 export interface RunningWorker {
@@ -100,7 +107,7 @@ const RESULTS_STREAM_MAXLEN = 100_000;
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const resolved = resolveStartWorkerOptions(options);
-  const { id, prefix, registry, config, metrics, onError } = resolved;
+  const { id, prefix, registry, config, metrics, onError, mcp } = resolved;
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
   const redis = new Redis(resolved.redisUrl, { maxRetriesPerRequest: null });
@@ -248,6 +255,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       host: hostname(),
       startedAt,
       at: now,
+      ...(mcp ? { tools: mcp.tools(), mcp: mcp.status() } : {}),
     };
     const ttl = resolved.heartbeatMs * 3;
     return redis
@@ -262,6 +270,16 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const heartbeat = setInterval(function heartbeatWorker() {
     announce().catch(onError);
   }, resolved.heartbeatMs);
+  // An MCP change is announced at once (once for a burst of them), not at the next heartbeat.
+  let announcing = false;
+  const stopWatchingMcp = mcp?.onChange(function announceMcpChange() {
+    if (announcing || closing) return;
+    announcing = true;
+    setImmediate(() => {
+      announcing = false;
+      if (!closing) announce().catch(onError);
+    });
+  });
 
   let closing: Promise<void> | undefined;
   return {
@@ -271,6 +289,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         // Still announced while active jobs finish, so coordinators keep counting this worker.
         await Promise.all([...consumers.values()].map((c) => c.close()));
         clearInterval(heartbeat);
+        stopWatchingMcp?.();
         await redis
           .multi()
           .zrem(keys.workersAlive(), id)
@@ -296,8 +315,9 @@ function messagingAttributes(queue: QueueClass, jobId: string): Attributes {
   };
 }
 
-type ResolvedStartWorkerOptions = Required<Omit<StartWorkerOptions, 'metrics'>> & {
+type ResolvedStartWorkerOptions = Required<Omit<StartWorkerOptions, 'metrics' | 'mcp'>> & {
   metrics: WorkerMetrics | undefined;
+  mcp: McpHub | undefined;
 };
 
 function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWorkerOptions {
@@ -306,6 +326,7 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     id:
       options.id ?? `w-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     metrics: options.metrics,
+    mcp: options.mcp,
     serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,

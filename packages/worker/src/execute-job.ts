@@ -6,6 +6,7 @@ import type {
   Handler,
   HandlerConfig,
   HandlerContext,
+  InputRequester,
 } from '@tool-dispatch/shared';
 import {
   DEFAULT_TOOL_TIMEOUT_MS,
@@ -27,7 +28,7 @@ import {
   SpanKind,
   setSpanOutcome,
 } from '@tool-dispatch/shared/tracing';
-import { isDeadlineAbort, withDeadline } from './abort.js';
+import { type DeadlineSignal, isDeadlineAbort, withDeadline } from './abort.js';
 import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';
 
@@ -49,6 +50,8 @@ export interface RunJobOptions {
    * `TimeoutError`), so no second controller is made per call.
    */
   controller?: AbortController;
+  /** Parks the call's questions (HandlerContext.requestInput); the deadline is held while one waits. */
+  requestInput?: InputRequester;
 }
 
 /** Workspaces this process already created: one mkdir per workspace, not per call (bounded). */
@@ -127,6 +130,8 @@ async function runUntraced(
   const timeoutMs = Number.isFinite(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : DEFAULT_TOOL_TIMEOUT_MS;
   const stop = withDeadline(signal, Math.min(timeoutMs, MAX_TIMER_MS), options.controller);
   const ctx = contextFor(job, stop.signal, timeoutMs, config);
+  const ask = options.requestInput;
+  if (ask) ctx.requestInput = heldWhileAsking(ask, stop);
   let graceTimer: NodeJS.Timeout | undefined;
   try {
     const settled = settle(handler, job.args, ctx);
@@ -169,6 +174,18 @@ function reportStopped(stop: {
   }
   const what = stop.cancelled ? 'the call was cancelled' : `${stop.name} passed its deadline of ${stop.timeoutMs} ms`;
   return fail(kind, after === 'still running' ? `${what}; it ignored the stop signal and may still be running` : what);
+}
+
+/** A call's question asker that holds its deadline while the question waits (a person's answer is not the tool's time). */
+function heldWhileAsking(ask: InputRequester, stop: DeadlineSignal): InputRequester {
+  return async (request, signal) => {
+    const release = stop.hold();
+    try {
+      return await ask(request, signal);
+    } finally {
+      release();
+    }
+  };
 }
 
 function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {

@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { QueueClass } from '@tool-dispatch/shared';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { McpHub } from './mcp/hub.js';
+import { registerMcpMetrics } from './mcp/metrics.js';
 
 /** Distinct tool label values kept; executions of further names are counted under `_other`. */
 export const MAX_TOOL_LABELS = 500;
@@ -40,6 +42,11 @@ export class WorkerMetrics {
     labelNames: ['queue'] as const,
     registers: [this.registry],
   });
+
+  /** Adds the MCP metrics of this process's servers (td_mcp_servers_up, td_mcp_calls_total). */
+  watchMcp(hub: McpHub): void {
+    registerMcpMetrics(this.registry, hub);
+  }
 
   constructor(options: WorkerMetricsOptions = {}) {
     if (options.defaultMetrics ?? true) {

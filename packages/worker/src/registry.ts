@@ -10,9 +10,21 @@ import { runCommand } from './handlers/run-command.js';
 import { searchWeb } from './handlers/search-web.js';
 import { writeTodo } from './handlers/write-todo.js';
 
+/** Handlers that come and go (an MCP hub's): asked after the registered ones. */
+export interface HandlerSource {
+  get(name: string): Handler | undefined;
+  names(): string[];
+}
+
 /** Tool name → handler, for the tools this worker can run. */
 export class HandlerRegistry {
   private readonly handlers = new Map<string, Handler>();
+  private readonly sources: HandlerSource[] = [];
+
+  /** Adds a source of handlers (MCP servers' tools); a registered handler wins over a source's. */
+  addSource(source: HandlerSource): void {
+    this.sources.push(source);
+  }
 
   /** Registers a handler; registering a name twice is a bug and throws. */
   register(name: string, handler: Handler): void {
@@ -22,16 +34,24 @@ export class HandlerRegistry {
   }
 
   get(name: string): Handler | undefined {
-    return this.handlers.get(name);
+    const own = this.handlers.get(name);
+    if (own || this.sources.length === 0) return own;
+    for (const source of this.sources) {
+      const h = source.get(name);
+      if (h) return h;
+    }
+    return undefined;
   }
 
   has(name: string): boolean {
-    return this.handlers.has(name);
+    return this.get(name) !== undefined;
   }
 
-  /** Registered tool names, sorted. */
+  /** Tool names with a handler (registered, then the sources'), sorted. */
   names(): string[] {
-    return [...this.handlers.keys()].sort();
+    const own = [...this.handlers.keys()];
+    if (this.sources.length === 0) return own.sort();
+    return [...new Set([...own, ...this.sources.flatMap((s) => s.names())])].sort();
   }
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  ConfigError,
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
   type DispatchConfig,
@@ -18,6 +19,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { runDemo } from './demo.js';
 import { distributedCoordinator, runWorkerProcess } from './distributed.js';
 import { createEngine } from './embedded.js';
+import { mcpServersFrom, startMcpHub } from './mcp.js';
 import { CoordinatorMetrics } from './metrics.js';
 import { observabilityHooks } from './observe.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
@@ -37,6 +39,8 @@ Environment (API.md):
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
+  TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
+                         connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:
@@ -70,27 +74,37 @@ const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT)
 
 async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
   const config = configFrom(opts);
+  const mcpServers = mcpServersFrom(process.env, log);
   const listenPort = opts.port ?? envPort(8080);
   const tracing = initTracing('tool-dispatch-coordinator');
   const metrics = new CoordinatorMetrics();
   const hooks = observabilityHooks(tracing, metrics);
   if (config.mode === 'embedded') {
+    const mcp = startMcpHub(mcpServers, log, packageVersion());
+    if (mcp) metrics.watchMcp(mcp);
     const running = await startCoordinator({
       config,
       port: listenPort,
       host: opts.host,
       log,
-      makeEngine: (c) => createEngine({ config: c, hooks }),
+      makeEngine: (c) => createEngine({ config: c, hooks, log, ...(mcp ? { mcp } : {}) }),
       metricsText: async () => metrics.metrics(),
       tracing,
-      onClosed: () => tracing.shutdown(),
+      onClosed: async () => {
+        await mcp?.close();
+        await tracing.shutdown();
+      },
     });
     log(`embedded mode: handlers run in this process; workspaces under ${config.workspaceRoot}`);
     exitOnSignals(running.stop, log);
     return;
   }
   const workers = withWorkers ? (opts.workers ?? 2) : 0;
+  // A coordinator runs no handlers: its workers connect to the servers (the file is still checked).
+  const mcp = workers > 0 ? startMcpHub(mcpServers, log, packageVersion()) : undefined;
+  if (mcp) metrics.watchMcp(mcp);
   const running = await distributedCoordinator({
+    ...(mcp ? { mcp } : {}),
     config,
     port: listenPort,
     host: opts.host,
@@ -99,6 +113,22 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
     tracing,
     metrics,
     hooks,
+  });
+  exitOnSignals(running.stop, log);
+}
+
+/** `tool-dispatch worker`. */
+async function worker(opts: { port?: number; prefix?: string; concurrency?: number }) {
+  const config = resolveConfig({
+    ...(opts.prefix ? { prefix: opts.prefix } : {}),
+    ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
+  });
+  const mcpServers = mcpServersFrom(process.env, log);
+  const running = await runWorkerProcess({
+    config,
+    port: opts.port ?? envPort(9464),
+    log,
+    mcp: startMcpHub(mcpServers, log, packageVersion()),
   });
   exitOnSignals(running.stop, log);
 }
@@ -150,12 +180,14 @@ export function buildCli(): Command {
       ).argParser(positive),
     )
     .addHelpText('after', ENVIRONMENT)
-    .action(async (opts: { port?: number; prefix?: string; concurrency?: number }) => {
-      const config = resolveConfig({
-        ...(opts.prefix ? { prefix: opts.prefix } : {}),
-        ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
+    .action(worker);
+      const mcpServers = mcpServersFrom(process.env, log);
+      const running = await runWorkerProcess({
+        config,
+        port: opts.port ?? envPort(9464),
+        log,
+        mcp: startMcpHub(mcpServers, log, packageVersion()),
       });
-      const running = await runWorkerProcess({ config, port: opts.port ?? envPort(9464), log });
       exitOnSignals(running.stop, log);
     });
 
@@ -182,5 +214,6 @@ buildCli()
   .parseAsync(process.argv)
   .catch((e: unknown) => {
     process.stderr.write(`tool-dispatch: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exit(1);
+    // A configuration the process cannot start with is a usage error: exit 2 (API.md TD_MCP_CONFIG).
+    process.exit(e instanceof ConfigError ? 2 : 1);
   });

@@ -3,6 +3,7 @@ import { coalesceWrites } from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
 import {
   createBuiltinRegistry,
+  type McpHub,
   type RunningWorker,
   startMetricsServer,
   startWorker,
@@ -74,6 +75,7 @@ export async function createDistributedEngine(
     ledger: new RedisLedger(redis, prefix),
     coordinatorId: executor.coordinatorId,
     onError: (e) => log(`recovery: ${e.message}`),
+    log,
     onRecover: (ref, from) =>
       log(
         `${from.coordinator === executor.coordinatorId ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${from.coordinator === executor.coordinatorId ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its pass-1 decisions kept (confirmations answered, or calls parked)' : ''}`,
@@ -115,6 +117,8 @@ export async function distributedCoordinator(options: {
   tracing: Tracing;
   metrics: CoordinatorMetrics;
   hooks: EngineHooks;
+  /** The MCP servers the in-process workers share (TD_MCP_CONFIG). */
+  mcp?: McpHub;
 }): Promise<RunningCoordinator> {
   const { config, log, metrics } = options;
   const workers: RunningWorker[] = [];
@@ -137,6 +141,7 @@ export async function distributedCoordinator(options: {
     tracing: options.tracing,
     onClosed: async () => {
       await Promise.all(workers.map((w) => w.close()));
+      await options.mcp?.close();
       await release?.();
       await options.tracing.shutdown();
     },
@@ -146,7 +151,8 @@ export async function distributedCoordinator(options: {
       await startWorker({
         redisUrl: requireRedis(config),
         prefix: config.prefix,
-        registry: createBuiltinRegistry(),
+        registry: registryWith(options.mcp),
+        ...(options.mcp ? { mcp: options.mcp } : {}),
         config: handlerConfigOf(config),
         concurrency: config.workerConcurrency,
         serialConcurrency: config.workerSerialConcurrency,
@@ -165,15 +171,20 @@ export async function runWorkerProcess(options: {
   config: DispatchConfig;
   port: number;
   log: (line: string) => void;
+  /** The process's MCP servers (TD_MCP_CONFIG). */
+  mcp?: McpHub | undefined;
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
   const redisUrl = requireRedis(config);
   const tracing = initTracing('tool-dispatch-worker');
   const metrics = new WorkerMetrics();
+  const mcp = options.mcp;
+  if (mcp) metrics.watchMcp(mcp);
   const worker = await startWorker({
     redisUrl,
     prefix: config.prefix,
-    registry: createBuiltinRegistry(),
+    registry: registryWith(mcp),
+    ...(mcp ? { mcp } : {}),
     config: handlerConfigOf(config),
     concurrency: config.workerConcurrency,
     serialConcurrency: config.workerSerialConcurrency,
@@ -198,11 +209,19 @@ export async function runWorkerProcess(options: {
   return {
     stop: async () => {
       await worker.close();
+      await mcp?.close();
       await server?.close();
       probe.disconnect();
       await tracing.shutdown();
     },
   };
+}
+
+/** The built-in handlers, and the MCP servers' tools when there are servers. */
+function registryWith(mcp: McpHub | undefined) {
+  const registry = createBuiltinRegistry();
+  if (mcp) registry.addSource(mcp);
+  return registry;
 }
 
 function redactUrl(url: string): string {

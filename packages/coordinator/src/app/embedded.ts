@@ -1,5 +1,5 @@
 import type { Executor, Handler } from '@tool-dispatch/shared';
-import { createBuiltinRegistry, runJob } from '@tool-dispatch/worker';
+import { createBuiltinRegistry, type McpHub, runJob } from '@tool-dispatch/worker';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
 import { MemoryEventBus } from '../events/memory.js';
@@ -12,11 +12,13 @@ export type CreateEngineOptions = Omit<EngineOptions, 'executor' | 'store' | 'ev
     /** Defaults to embedded execution: the built-in handlers (plus `handlers`) in this process. */
     executor?: Executor;
     handlers?: ReadonlyArray<{ name: string; handler: Handler }>;
+    /** MCP servers whose tools run in this process (TD_MCP_CONFIG); their tools join the catalog. */
+    mcp?: McpHub;
   };
 
 /** Builds an engine; what is not given runs embedded: in-memory store, events, confirmations and parked calls, handlers in this process. */
 export async function createEngine(options: CreateEngineOptions): Promise<Engine> {
-  const { executor, store, events, confirmations, inputs, handlers, ...rest } = options;
+  const { executor, store, events, confirmations, inputs, handlers, mcp: _mcp, ...rest } = options;
   return new Engine({
     ...rest,
     executor: executor ?? embeddedExecutor(options),
@@ -31,9 +33,13 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
 function embeddedExecutor(options: CreateEngineOptions): Executor {
   const registry = createBuiltinRegistry();
   for (const h of options.handlers ?? []) registry.register(h.name, h.handler);
+  const mcp = options.mcp;
+  if (mcp) registry.addSource(mcp);
   const config = { httpAllow: options.config.httpAllow, searchUrl: options.config.searchUrl };
   return new LocalExecutor({
-    run: (job, signal, ranOn) => runJob(registry, job, signal, config, ranOn),
+    run: (job, signal, ranOn, exec) =>
+      runJob(registry, job, signal, config, ranOn, exec?.requestInput ? { requestInput: exec.requestInput } : {}),
     names: () => registry.names(),
+    ...(mcp ? { tools: () => mcp.tools() } : {}),
   });
 }

@@ -1,4 +1,5 @@
 import type { CallResult, Status } from '@tool-dispatch/shared';
+import { type McpHub, registerMcpMetrics } from '@tool-dispatch/worker';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Upper bounds (seconds) of td_call_duration_seconds: tools run from milliseconds up to their deadline. */
@@ -64,6 +65,11 @@ export class CoordinatorMetrics {
   readonly contentType: string = this.registry.contentType;
   private readonly tools = new ToolLabels();
   private readonly hooks: ScrapeHook[] = [];
+
+  /** Adds the MCP metrics of the servers this process runs (embedded: td_mcp_servers_up, td_mcp_calls_total). */
+  watchMcp(hub: McpHub): void {
+    registerMcpMetrics(this.registry, hub);
+  }
 
   private readonly calls = new Counter({
     name: 'td_calls_total',

@@ -1,9 +1,11 @@
-import type { ExecJob, ExecOutcome, Executor } from '@tool-dispatch/shared';
+import type { AnnouncedTool, ExecJob, ExecOutcome, ExecuteOptions, Executor } from '@tool-dispatch/shared';
 
 /** How a LocalExecutor runs a job: the worker's `runJob` over a handler registry, given by `app/`. */
 export interface LocalRunner {
-  run(job: ExecJob, signal: AbortSignal, ranOn: string): Promise<ExecOutcome>;
+  run(job: ExecJob, signal: AbortSignal, ranOn: string, options?: ExecuteOptions): Promise<ExecOutcome>;
   names(): Iterable<string>;
+  /** The in-process MCP servers' tools (the same array while nothing changed). */
+  tools?(): readonly AnnouncedTool[];
 }
 
 /** Embedded mode's pass-2 seam: runs handlers in this process with the same deadline rules as a worker. */
@@ -13,13 +15,19 @@ export class LocalExecutor implements Executor {
     private readonly ranOn = 'embedded',
   ) {}
 
-  execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
-    return this.runner.run(job, signal, this.ranOn);
+  execute(job: ExecJob, signal: AbortSignal, options?: ExecuteOptions): Promise<ExecOutcome> {
+    return this.runner.run(job, signal, this.ranOn, options);
   }
 
   async handlerNames(): Promise<ReadonlySet<string>> {
     return new Set(this.runner.names());
   }
 
+  async announcedTools(): Promise<readonly AnnouncedTool[]> {
+    return this.runner.tools?.() ?? NO_TOOLS;
+  }
+
   async close(): Promise<void> {}
 }
+
+const NO_TOOLS: readonly AnnouncedTool[] = [];

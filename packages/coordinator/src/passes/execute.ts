@@ -3,6 +3,7 @@ import {
   type CallResult,
   type ExecJob,
   type ExecOutcome,
+  type ExecuteOptions,
   type Executor,
   FAILURES,
 } from '@tool-dispatch/shared';
@@ -13,7 +14,7 @@ import { jobOf } from '../rules/job-of.js';
 import { parkKindOf } from '../rules/park.js';
 import { planSteps } from '../rules/plan.js';
 import type { RunLimiter } from '../support/run-limiter.js';
-import { type ParkDeps, parkCall } from './park.js';
+import { askDuringCall, type ParkDeps, parkCall } from './park.js';
 
 export interface ExecuteInput {
   /** Calls that passed pass 1 and the gate, in call order. */
@@ -27,6 +28,8 @@ export interface ExecuteInput {
   observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
   /** Parks a call someone other than a worker answers (`parkKindOf`), holding its place in the limiter meanwhile. */
   park?: (call: PlannedCall) => Promise<CallResult> | undefined;
+  /** Gives a call that may ask a person something while it runs (an MCP tool's elicitation) its asker. */
+  options?: (call: PlannedCall) => ExecuteOptions | undefined;
 }
 
 const cancelled = (call: PlannedCall): CallResult => {
@@ -77,7 +80,8 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
     const parked = input.park?.(call);
     if (parked) return await parked;
     const job = input.jobOf(call);
-    const run = () => input.executor.execute(job, input.signal);
+    const options = input.options?.(call);
+    const run = () => input.executor.execute(job, input.signal, options);
     const outcome = input.observe ? await input.observe(call, job, run) : await run();
     return toResult(call, outcome);
   } finally {
@@ -125,6 +129,9 @@ export async function executePass(
     park: function parkIfAnsweredElsewhere(p) {
       const kind = parkKindOf(p.spec);
       return kind ? parkCall(deps, ctx, p, kind) : undefined;
+    },
+    options: function askerIfItMayAsk(p) {
+      return p.spec?.kind === 'mcp' ? { requestInput: askDuringCall(deps, ctx, p) } : undefined;
     },
     ...(deps.hooks?.execute ? { observe: deps.hooks.execute } : {}),
   });

@@ -1,9 +1,9 @@
-import { assertNever, type CallResult } from '@tool-dispatch/shared';
+import { assertNever, type CallResult, type InputRequester } from '@tool-dispatch/shared';
 import type { EventBus } from '../events/event-bus.js';
 import type { InputHub, InputWait } from '../inputs/input-hub.js';
 import type {
+  CallParkKind,
   InputAnswer,
-  InputKind,
   InputSettlement,
   ParkedInput,
   PlannedCall,
@@ -11,7 +11,7 @@ import type {
   RoundHooks,
 } from '../model.js';
 import { RequestError } from '../request-error.js';
-import { answerProblem, inputView, parkedInputOf, parkedResult } from '../rules/park.js';
+import { answerProblem, askedInputOf, askedReply, inputView, parkedInputOf, parkedResult } from '../rules/park.js';
 
 /** What parking a call reads and writes. */
 export interface ParkDeps {
@@ -36,7 +36,7 @@ export async function parkCall(
   deps: ParkDeps,
   ctx: RoundContext,
   p: PlannedCall,
-  kind: InputKind,
+  kind: CallParkKind,
 ): Promise<CallResult> {
   const started = Date.now();
   const parked = await deps.inputs.park(
@@ -45,6 +45,26 @@ export async function parkCall(
   const settlement =
     parked.kind === 'settled' ? parked.settlement : await waitParked(deps, ctx, parked.input, parked.fresh);
   return parkedResult(p, settlement, { kind, durationMs: Date.now() - started, timeoutMs: deps.inputTimeoutMs });
+}
+
+/**
+ * The question asker of a running call (an MCP server's elicitation, API.md): each question is
+ * parked as an input of its kind under the call's inputId and its place (`_1`, `_2`…), said with
+ * `input.requested`, and waited for like a parked call; the call hears the answer, or why none came.
+ */
+export function askDuringCall(deps: ParkDeps, ctx: RoundContext, p: PlannedCall): InputRequester {
+  let asked = 0;
+  return async function askPerson(request, signal) {
+    asked += 1;
+    const now = Date.now();
+    const input = askedInputOf(p, ctx.ref, { n: asked, args: request.args, now, timeoutMs: deps.inputTimeoutMs });
+    const parked = await deps.inputs.park({ ...input, kind: request.kind });
+    const settlement =
+      parked.kind === 'settled'
+        ? parked.settlement
+        : await waitParked(deps, { ...ctx, signal: AbortSignal.any([ctx.signal, signal]) }, parked.input, parked.fresh);
+    return askedReply(settlement, deps.inputTimeoutMs);
+  };
 }
 
 async function waitParked(

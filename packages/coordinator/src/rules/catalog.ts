@@ -1,5 +1,6 @@
 import {
   ALWAYS_SERIAL,
+  type AnnouncedTool,
   CACHEABLE_TOOLS,
   CONCURRENT_BUILTINS,
   COORDINATOR_DEFINITIONS,
@@ -73,9 +74,48 @@ export function definitionProblem(def: unknown): string | undefined {
   return undefined;
 }
 
+/** A catalog entry for an MCP server's tool as a worker announced it (API.md "MCP servers"). */
+export function announcedSpec(t: AnnouncedTool): ToolSpec {
+  const def: ToolDefinition = {
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters,
+    confirm: t.confirm,
+  };
+  if (t.timeoutMs !== undefined) def.timeoutMs = t.timeoutMs;
+  return { ...resolveSpec(def, 'mcp'), dedupe: t.dedupe, server: t.server };
+}
+
 /** All tool definitions known to the system: built-ins, then registered ones (user, MCP). */
 export class Catalog {
   private readonly specs = new Map<string, ToolSpec>();
+  /** The announced MCP tools last adopted (compared by identity: an executor hands out the same array while nothing changed). */
+  private adopted: readonly AnnouncedTool[] = [];
+  private readonly refused = new Set<string>();
+
+  /**
+   * Takes the MCP tools the workers announce in place of those taken before: a tool that left is
+   * gone (`unknown`), a new one listed. One whose name a built-in or user tool has, or whose
+   * definition is not one, is refused; `log` says so once per tool and reason.
+   */
+  adopt(tools: readonly AnnouncedTool[], log: (line: string) => void = () => {}): void {
+    if (tools === this.adopted) return;
+    this.adopted = tools;
+    for (const [name, spec] of this.specs) if (spec.kind === 'mcp') this.specs.delete(name);
+    for (const t of tools) {
+      const taken = this.specs.get(t.name);
+      const problem = taken
+        ? `the name is taken by the ${taken.kind === 'mcp' ? `MCP server ${taken.server}'s tool` : `${taken.kind} tool`}`
+        : definitionProblem({ name: t.name, description: t.description, parameters: t.parameters });
+      if (problem) {
+        const line = `catalog: MCP server ${t.server}'s tool ${JSON.stringify(t.tool)} (${t.name}) refused: ${problem}`;
+        if (!this.refused.has(line)) log(line);
+        this.refused.add(line);
+        continue;
+      }
+      this.specs.set(t.name, announcedSpec(t));
+    }
+  }
 
   constructor() {
     for (const def of [

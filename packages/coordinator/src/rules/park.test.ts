@@ -74,7 +74,11 @@ describe('askUserOutput', () => {
 });
 
 describe('answerProblem', () => {
-  const withChoices = { name: 'ask_user', args: { question: 'Colour?', choices: ['red', 'blue'] } };
+  const withChoices = {
+    name: 'ask_user',
+    kind: 'interactive' as const,
+    args: { question: 'Colour?', choices: ['red', 'blue'] },
+  };
 
   it('takes an answer among ask_user’s choices, bare or as {answer}', () => {
     expect(answerProblem(withChoices, { output: 'blue' })).toBeUndefined();
@@ -87,9 +91,24 @@ describe('answerProblem', () => {
   });
 
   it('takes any answer without choices, any error, and anything for other tools', () => {
-    expect(answerProblem({ name: 'ask_user', args: { question: 'q' } }, { output: { any: 1 } })).toBeUndefined();
+    expect(
+      answerProblem({ name: 'ask_user', kind: 'interactive', args: { question: 'q' } }, { output: { any: 1 } }),
+    ).toBeUndefined();
     expect(answerProblem(withChoices, { error: 'no idea' })).toBeUndefined();
-    expect(answerProblem({ name: 'ui_pick', args: { choices: ['x'] } }, { output: 'y' })).toBeUndefined();
+    expect(
+      answerProblem({ name: 'ui_pick', kind: 'client', args: { choices: ['x'] } }, { output: 'y' }),
+    ).toBeUndefined();
+  });
+
+  it('takes an elicitation answer only as {action, content?}, content with accept alone', () => {
+    const asked = { name: 'mcp__ev__ask', kind: 'elicitation' as const, args: { message: 'm' } };
+    expect(answerProblem(asked, { output: { action: 'accept', content: { name: 'Ada' } } })).toBeUndefined();
+    expect(answerProblem(asked, { output: { action: 'decline' } })).toBeUndefined();
+    expect(answerProblem(asked, { error: 'no' })).toBeUndefined();
+    expect(answerProblem(asked, { output: 'yes' })).toMatch(/action/);
+    expect(answerProblem(asked, { output: { action: 'maybe' } })).toMatch(/"maybe"/);
+    expect(answerProblem(asked, { output: { action: 'accept', content: [1] } })).toMatch(/content/);
+    expect(answerProblem(asked, { output: { action: 'decline', content: {} } })).toMatch(/accept/);
   });
 });
 

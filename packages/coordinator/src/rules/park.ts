@@ -1,12 +1,14 @@
 import {
   assertNever,
   type CallResult,
+  elicitationAnswerProblem,
   FAILURES,
   type FailureKind,
+  type InputReply,
   MAX_OUTPUT_BYTES,
   type ToolSpec,
 } from '@tool-dispatch/shared';
-import type { InputAnswer, InputKind, InputSettlement, ParkedInput, PlannedCall, RoundRef } from '../model.js';
+import type { CallParkKind, InputAnswer, InputSettlement, ParkedInput, PlannedCall, RoundRef } from '../model.js';
 
 /** The built-in interactive tool whose answer is checked against its `choices` and given as `{answer}`. */
 export const ASK_USER = 'ask_user';
@@ -16,7 +18,7 @@ export const ASK_USER = 'ask_user';
  * tool (ask_user, or a definition with `interactive: true`, a client tool's too) is answered by
  * a person; any other client tool by the agent backend's client. Undefined: a worker runs it.
  */
-export function parkKindOf(spec: Pick<ToolSpec, 'kind' | 'interactive'> | undefined): InputKind | undefined {
+export function parkKindOf(spec: Pick<ToolSpec, 'kind' | 'interactive'> | undefined): CallParkKind | undefined {
   if (spec?.interactive) return 'interactive';
   if (spec?.kind === 'client') return 'client';
   return undefined;
@@ -35,7 +37,7 @@ export function inputIdOf(round: string, callIndex: number): string {
 export function parkedInputOf(
   p: PlannedCall,
   ref: RoundRef,
-  at: { kind: InputKind; now: number; timeoutMs: number },
+  at: { kind: CallParkKind; now: number; timeoutMs: number },
 ): ParkedInput {
   return {
     inputId: inputIdOf(ref.round, p.call.index),
@@ -74,7 +76,14 @@ export function parkedOutput(name: string, output: unknown): unknown {
 }
 
 /** Why a posted answer cannot be taken (an ask_user answer outside its `choices`): the call stays parked. */
-export function answerProblem(input: Pick<ParkedInput, 'name' | 'args'>, answer: InputAnswer): string | undefined {
+export function answerProblem(
+  input: Pick<ParkedInput, 'name' | 'args' | 'kind'>,
+  answer: InputAnswer,
+): string | undefined {
+  if (input.kind === 'elicitation' && 'output' in answer) {
+    const problem = elicitationAnswerProblem(answer.output);
+    return problem ? `${problem}. The question stays open.` : undefined;
+  }
   if (input.name !== ASK_USER || !('output' in answer)) return undefined;
   const choices = input.args.choices;
   if (!Array.isArray(choices)) return undefined;
@@ -87,7 +96,7 @@ export function answerProblem(input: Pick<ParkedInput, 'name' | 'args'>, answer:
 export function parkedResult(
   p: Pick<PlannedCall, 'name'> & { call: { id: string } },
   settlement: InputSettlement,
-  at: { kind: InputKind; durationMs: number; timeoutMs: number },
+  at: { kind: CallParkKind; durationMs: number; timeoutMs: number },
 ): CallResult {
   const base = { id: p.call.id, name: p.name, durationMs: Math.round(at.durationMs) };
   const who = at.kind === 'interactive' ? 'Nobody' : 'The client';
@@ -123,4 +132,46 @@ export function parkedResult(
   }
   const { status, code } = FAILURES[kind];
   return { ...base, status, error: { code, message } };
+}
+
+/** An elicitation's inputId: its call's, and its place among the call's questions (1, 2, …). */
+export function elicitationIdOf(round: string, callIndex: number, n: number): string {
+  return `${inputIdOf(round, callIndex)}_${n}`;
+}
+
+/** The store entry of a question a running call asks (an MCP server's elicitation), answered within `timeoutMs`. */
+export function askedInputOf(
+  p: PlannedCall,
+  ref: RoundRef,
+  at: { n: number; args: Record<string, unknown>; now: number; timeoutMs: number },
+): ParkedInput {
+  return {
+    inputId: elicitationIdOf(ref.round, p.call.index, at.n),
+    kind: 'elicitation',
+    session: ref.session,
+    round: ref.round,
+    run: ref.run,
+    callId: p.call.id,
+    callIndex: p.call.index,
+    name: p.name,
+    args: at.args,
+    createdAt: at.now,
+    deadline: at.now + at.timeoutMs,
+  };
+}
+
+/** What the running call hears of its question's settlement: the answer, or why there is none. */
+export function askedReply(settlement: InputSettlement, timeoutMs: number): InputReply {
+  switch (settlement.by) {
+    case 'answer':
+      return settlement.answer;
+    case 'timeout':
+      return { error: `nobody answered within ${timeoutMs} ms (TD_INPUT_TIMEOUT_MS)` };
+    case 'cancelled':
+      return { error: 'the run was cancelled while the question waited' };
+    case 'stopped':
+      return { error: 'the service stopped while the question waited' };
+    default:
+      return assertNever(settlement, 'input settlement');
+  }
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  type AnnouncedTool,
   DispatchError,
   type ExecJob,
   type ExecOutcome,
@@ -188,6 +189,11 @@ export class QueueExecutor implements Executor {
   /** Union of the handler names announced by live workers (WorkerDirectory.handlerNames). */
   handlerNames(): Promise<ReadonlySet<string>> {
     return this.workers.handlerNames();
+  }
+
+  /** The MCP tools live workers announce (WorkerDirectory.announcedTools). */
+  announcedTools(): Promise<readonly AnnouncedTool[]> {
+    return this.workers.announcedTools();
   }
 
   /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */

@@ -1,10 +1,20 @@
+import type { AnnouncedTool } from '@tool-dispatch/shared';
 import { type RedisKeys, tryParseJson, type WorkerAnnouncement } from '@tool-dispatch/shared/redis';
+
+/** What the live workers' announcements say, read together: handler names and MCP tools. */
+interface Snapshot {
+  handlers: ReadonlySet<string>;
+  tools: readonly AnnouncedTool[];
+}
+
 import type { Redis } from 'ioredis';
 
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */
 export class WorkerDirectory {
-  private handlersRead: { at: number; names: Promise<ReadonlySet<string>> } | undefined;
-  private handlersRefresh: Promise<ReadonlySet<string>> | undefined;
+  private handlersRead: { at: number; names: Promise<Snapshot> } | undefined;
+  private handlersRefresh: Promise<Snapshot> | undefined;
+  /** The tools last read, handed out again while the announcements say the same (the catalog compares by identity). */
+  private tools: { key: string; list: readonly AnnouncedTool[] } = { key: '', list: [] };
 
   /** `handlerCacheMs`: how long handlerNames() reuses what it read before reading again. */
   constructor(
@@ -19,12 +29,25 @@ export class WorkerDirectory {
    * round waits on the refresh), up to twice that age; older than that, or none yet, it is
    * awaited. A departed worker's announcement outlives it by up to 3 heartbeats anyway.
    */
-  handlerNames(): Promise<ReadonlySet<string>> {
+  async handlerNames(): Promise<ReadonlySet<string>> {
+    return (await this.snapshot()).handlers;
+  }
+
+  /**
+   * The MCP tools live workers announce, merged by name (a name two workers announce differently:
+   * the most recent announcement's); the same array while they announce the same. Read like
+   * handlerNames (the same read, the same cache).
+   */
+  async announcedTools(): Promise<readonly AnnouncedTool[]> {
+    return (await this.snapshot()).tools;
+  }
+
+  private snapshot(): Promise<Snapshot> {
     const now = Date.now();
     const known = this.handlersRead;
     if (known && now - known.at <= this.handlerCacheMs) return known.names;
     if (!this.handlersRefresh) {
-      const refresh = this.liveWorkers().then((workers) => new Set(workers.flatMap((w) => w.handlers)));
+      const refresh = this.liveWorkers().then((workers) => this.snapshotOf(workers));
       this.handlersRefresh = refresh;
       refresh.then(
         () => {
@@ -38,6 +61,16 @@ export class WorkerDirectory {
     }
     if (known && now - known.at <= 2 * this.handlerCacheMs) return known.names;
     return this.handlersRefresh;
+  }
+
+  private snapshotOf(workers: readonly WorkerAnnouncement[]): Snapshot {
+    const handlers = new Set(workers.flatMap((w) => w.handlers));
+    const byName = new Map<string, AnnouncedTool>();
+    for (const w of [...workers].sort((a, b) => a.at - b.at)) for (const t of w.tools ?? []) byName.set(t.name, t);
+    const list = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+    const key = JSON.stringify(list);
+    if (key !== this.tools.key) this.tools = { key, list };
+    return { handlers, tools: this.tools.list };
   }
 
   /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
