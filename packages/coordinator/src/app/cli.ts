@@ -181,15 +181,6 @@ export function buildCli(): Command {
     )
     .addHelpText('after', ENVIRONMENT)
     .action(worker);
-      const mcpServers = mcpServersFrom(process.env, log);
-      const running = await runWorkerProcess({
-        config,
-        port: opts.port ?? envPort(9464),
-        log,
-        mcp: startMcpHub(mcpServers, log, packageVersion()),
-      });
-      exitOnSignals(running.stop, log);
-    });
 
   program
     .command('dev')
