@@ -54,6 +54,13 @@ export interface RedisKeys {
   confirmChannel(): string;
   /** Pub/sub channel: settlements of parked calls to every coordinator. */
   inputChannel(): string;
+  /**
+   * String: the answer (`InputReply` JSON) to the `n`th question a running call asked (an MCP
+   * elicitation), written by the coordinator that parked it; beside the call's outcome key.
+   */
+  answer(origin: string, callId: string, n: number): string;
+  /** Pub/sub channel: `AnswerMessage` JSON to every worker (the answer key is the fallback). */
+  answerChannel(): string;
 }
 
 /** Key names for one deployment prefix (TD_PREFIX). */
@@ -83,6 +90,8 @@ export function redisKeys(prefix: string): RedisKeys {
     cancelChannel: () => `${prefix}:cancel`,
     confirmChannel: () => `${prefix}:confirm`,
     inputChannel: () => `${prefix}:input`,
+    answer: (origin, callId, n) => `${c(origin)}:answer:${callId}:${n}`,
+    answerChannel: () => `${prefix}:answer`,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { ExecJob, ExecOutcome, QueueClass } from './execution.js';
+import type { ExecJob, ExecOutcome, InputReply, InputRequest, QueueClass } from './execution.js';
 import type { AnnouncedTool, McpServerStatus } from './mcp.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
 
@@ -72,6 +72,43 @@ export const RUNNING_MARK = 'running ';
 export interface CancelMessage {
   jobId: string;
   queue: QueueClass;
+}
+
+/**
+ * A question a running call asks (an MCP elicitation), sent by the worker on the results stream
+ * as the fields `ask <call id>`, `question <this as JSON>`; the coordinator parks it and answers
+ * on RedisKeys.answerChannel and the answer key.
+ */
+export interface AskMessage {
+  /** The question's place among the call's (1, 2, …). */
+  n: number;
+  request: InputRequest;
+}
+
+/** Published on RedisKeys.answerChannel: the answer to a running call's `n`th question. */
+export interface AnswerMessage {
+  callId: string;
+  n: number;
+  reply: InputReply;
+}
+
+/** An AskMessage read back, or undefined when it is not one. */
+export function parseAskMessage(value: unknown): AskMessage | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  const r = v.request as Record<string, unknown> | undefined;
+  if (!Number.isInteger(v.n) || typeof r !== 'object' || r === null || r.kind !== 'elicitation') return undefined;
+  if (typeof r.args !== 'object' || r.args === null || Array.isArray(r.args)) return undefined;
+  return { n: v.n as number, request: { kind: 'elicitation', args: r.args as Record<string, unknown> } };
+}
+
+/** An InputReply read back (`{output}` or `{error: string}`), or undefined. */
+export function parseInputReply(value: unknown): InputReply | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if ('output' in v) return { output: v.output };
+  if (typeof v.error === 'string') return { error: v.error };
+  return undefined;
 }
 
 /** What a worker announces on each heartbeat (RedisKeys.worker). */

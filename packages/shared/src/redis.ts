@@ -8,7 +8,14 @@ export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { LuaScript, ScriptClient } from './lua-script.js';
 export { defineScript, runScript } from './lua-script.js';
 export { DuePerKey } from './periodic.js';
-export type { CancelMessage, QueuedJob, QueuedJobData, WorkerAnnouncement } from './queues.js';
+export type {
+  AnswerMessage,
+  AskMessage,
+  CancelMessage,
+  QueuedJob,
+  QueuedJobData,
+  WorkerAnnouncement,
+} from './queues.js';
 export {
   batchJobIdFor,
   CANCEL_TTL_MS,
@@ -19,6 +26,8 @@ export {
   MAX_STALLED,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
+  parseAskMessage,
+  parseInputReply,
   parseOutcome,
   parseQueuedJob,
   QUEUE_NAMES,

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ExecJob, ExecOutcome, HandlerConfig, QueueClass } from '@tool-dispatch/shared';
+import type { ExecJob, ExecOutcome, HandlerConfig, InputRequester, QueueClass } from '@tool-dispatch/shared';
 import { DEFAULT_WORKER_SERIAL_CONCURRENCY, failedOutcome } from '@tool-dispatch/shared';
 import {
+  type AnswerMessage,
+  type AskMessage,
   type CancelMessage,
   coalesceWrites,
   DuePerKey,
@@ -11,6 +13,7 @@ import {
   jobIdFor,
   MAX_STALLED,
   OUTCOME_TTL_MS,
+  parseInputReply,
   parseOutcome,
   parseQueuedJob,
   QUEUE_NAMES,
@@ -49,6 +52,7 @@ import {
 } from './lua/startCalls-2n.lua.js';
 import type { McpHub } from './mcp/hub.js';
 import type { WorkerMetrics } from './metrics.js';
+import { Questions } from './questions.js';
 import type { HandlerRegistry } from './registry.js';
 import { RunningCalls } from './running-calls.js';
 import { Slots } from './slots.js';
@@ -127,6 +131,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     serial: new Slots(limits.serial),
   };
   const running = new RunningCalls();
+  const questions = new Questions(redis, keys);
 
   const consumers = new Map<QueueClass, Worker>();
   for (const queue of QUEUE_CLASSES) {
@@ -207,7 +212,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           const outcome: ExecOutcome =
             start === StartCallsStatus.Cancelled
               ? failedOutcome('run_cancelled', 'the call was cancelled before it started', 0, { ranOn: id })
-              : await runCall(c.job, jobId, c.stop);
+              : await runCall(c.job, jobId, c.stop, askerFor(queued.replyTo, c));
           outcomes[c.callId] = outcome;
           await report(c, outcome);
         }),
@@ -221,11 +226,41 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     }
   }
 
-  async function runCall(job: ExecJob, jobId: string, stop: AbortController): Promise<ExecOutcome> {
+  /**
+   * A call's question asker (an MCP elicitation): the question goes to the coordinator waiting
+   * for the call, on its results stream, and the answer comes back on the answer channel.
+   */
+  function askerFor(replyTo: string, call: CallRef): InputRequester {
+    let asked = 0;
+    return async function askCoordinator(request, signal) {
+      asked += 1;
+      const answer = questions.wait(call.origin, call.callId, asked, signal);
+      const question: AskMessage = { n: asked, request };
+      await redis.xadd(
+        replyTo,
+        'MAXLEN',
+        '~',
+        RESULTS_STREAM_MAXLEN,
+        '*',
+        'ask',
+        call.callId,
+        'question',
+        JSON.stringify(question),
+      );
+      return answer;
+    };
+  }
+
+  async function runCall(
+    job: ExecJob,
+    jobId: string,
+    stop: AbortController,
+    requestInput: InputRequester,
+  ): Promise<ExecOutcome> {
     const signal = stop.signal;
     const options = globalTracing()
-      ? { spanAttributes: messagingAttributes(job.queue, jobId), controller: stop }
-      : { controller: stop };
+      ? { spanAttributes: messagingAttributes(job.queue, jobId), controller: stop, requestInput }
+      : { controller: stop, requestInput };
     const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
     try {
       const run = () => runJob(registry, job, signal, config, id, options);
@@ -235,13 +270,21 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     }
   }
 
-  subscriber.on('message', function onCancelMessage(channel: string, message: string) {
+  subscriber.on('message', function onWorkerMessage(channel: string, message: string) {
+    if (channel === keys.answerChannel()) {
+      const answer = tryParseJson(message) as AnswerMessage | undefined;
+      if (answer && typeof answer.callId === 'string' && Number.isInteger(answer.n)) {
+        const reply = parseInputReply(answer.reply);
+        if (reply) questions.deliver({ callId: answer.callId, n: answer.n, reply });
+      }
+      return;
+    }
     if (channel !== keys.cancelChannel()) return;
     const cancel = tryParseJson(message) as CancelMessage | undefined;
     if (!cancel || typeof cancel.jobId !== 'string') return;
     running.abort(cancel.jobId, new Error('cancelled by the coordinator'));
   });
-  await subscriber.subscribe(keys.cancelChannel());
+  await subscriber.subscribe(keys.cancelChannel(), keys.answerChannel());
   await Promise.all([...consumers.values()].map((c) => c.waitUntilReady()));
 
   const announce = () => {

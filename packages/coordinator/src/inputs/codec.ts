@@ -9,7 +9,7 @@ export function decodeParkedInput(json: string | null | undefined): ParkedInput 
   if (!isRecord(v)) return undefined;
   const strings = ['inputId', 'session', 'round', 'run', 'callId', 'name'] as const;
   if (!strings.every((k) => typeof v[k] === 'string')) return undefined;
-  if (v.kind !== 'interactive' && v.kind !== 'client') return undefined;
+  if (v.kind !== 'interactive' && v.kind !== 'client' && v.kind !== 'elicitation') return undefined;
   if (!isRecord(v.args)) return undefined;
   if (![v.callIndex, v.createdAt, v.deadline].every((n) => typeof n === 'number')) return undefined;
   return v as unknown as ParkedInput;

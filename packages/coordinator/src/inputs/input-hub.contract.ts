@@ -54,6 +54,21 @@ export function describeInputHubContract(name: string, make: () => Promise<Input
         expect(await f.peer.park(again)).toEqual({ kind: 'parked', input: first, fresh: false });
       });
 
+      it('keeps every kind of parked input: a running call’s elicitation under its own inputId too', async () => {
+        const call = input({ kind: 'client', name: 'client_lookup', args: { q: 'x' } });
+        const asked = input({
+          kind: 'elicitation',
+          inputId: `${call.inputId}_1`,
+          round: call.round,
+          callId: call.callId,
+          name: 'mcp__ev__ask',
+          args: { message: 'Your name?', requestedSchema: { type: 'object' } },
+        });
+        await f.hub.park(call);
+        expect(await f.hub.park(asked)).toEqual({ kind: 'parked', input: asked, fresh: true });
+        expect((await f.peer.pending('s1')).filter((i) => i.round === call.round)).toEqual([call, asked]);
+      });
+
       it('lists the session’s parked calls oldest first, a round’s in call order, and no other session’s', async () => {
         const t = Date.now();
         const a1 = input({ round: 'rnd_a', inputId: 'in_rnd_a_1', callIndex: 1, createdAt: t });

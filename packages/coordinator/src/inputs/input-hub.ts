@@ -47,7 +47,13 @@ export interface InputHub {
   close(): Promise<void>;
 }
 
-/** Oldest first; a round's parked calls in call order. */
+/** Oldest first; a round's parked calls in call order, a call's questions after it in the order asked. */
 export function byParkOrder(a: ParkedInput, b: ParkedInput): number {
-  return a.createdAt - b.createdAt || a.round.localeCompare(b.round) || a.callIndex - b.callIndex;
+  return (
+    a.createdAt - b.createdAt ||
+    a.round.localeCompare(b.round) ||
+    a.callIndex - b.callIndex ||
+    a.inputId.length - b.inputId.length ||
+    a.inputId.localeCompare(b.inputId)
+  );
 }

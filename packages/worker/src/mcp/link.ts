@@ -227,7 +227,8 @@ export class McpServerLink {
       };
     });
     client.onclose = () => {
-      if (client === this.client) this.lost(this.exitReason('the connection closed'), client);
+      if (client === this.client)
+        this.lost('the connection closed (a stdio server exited, or an HTTP session ended)', client);
     };
     client.onerror = (e: Error) => {
       this.lastError = e.message;
@@ -269,7 +270,7 @@ export class McpServerLink {
     return transport;
   }
 
-  /** A reason, with the last line a stdio server wrote to stderr when there is one. */
+  /** A failed connect's reason, with the last line a stdio server wrote to stderr when there is one. */
   private exitReason(reason: string): string {
     const last = this.stderrTail.trim().split('\n').at(-1)?.trim();
     return last ? `${reason} (its stderr: ${last.slice(0, 300)})` : reason;

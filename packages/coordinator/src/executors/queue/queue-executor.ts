@@ -5,11 +5,16 @@ import {
   DispatchError,
   type ExecJob,
   type ExecOutcome,
+  type ExecuteOptions,
   type Executor,
   failedOutcome,
+  type InputReply,
+  type InputRequester,
   type QueueClass,
 } from '@tool-dispatch/shared';
 import {
+  type AnswerMessage,
+  type AskMessage,
   batchJobIdFor,
   CANCEL_TTL_MS,
   type CancelMessage,
@@ -80,6 +85,13 @@ interface Pending {
   /** The BullMQ job carrying it, once enqueued. */
   carrier?: Carrier;
   cancelled?: boolean;
+  /** Whom its questions go to (an MCP elicitation), and the run's signal they wait under. */
+  requestInput?: InputRequester;
+  signal: AbortSignal;
+  /** Questions waiting for their answer now: the deadline stands still meanwhile, as on the worker. */
+  asking: number;
+  /** Time its questions waited, added to its deadline. */
+  askedMs: number;
 }
 
 /** One BullMQ job: a serial call, or the concurrent calls admitted together (of one round or several). */
@@ -146,6 +158,9 @@ export class QueueExecutor implements Executor {
       consumer: this.coordinatorId,
       // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
       onOutcome: (jobId, outcome) => this.pending.get(jobId)?.settle(outcome),
+      onAsk: (jobId, question) => {
+        this.answerQuestion(jobId, question).catch(this.onError);
+      },
       onError: this.onError,
     });
     this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000);
@@ -211,7 +226,7 @@ export class QueueExecutor implements Executor {
     return this.ready;
   }
 
-  async execute(job: ExecJob, signal: AbortSignal): Promise<ExecOutcome> {
+  async execute(job: ExecJob, signal: AbortSignal, options?: ExecuteOptions): Promise<ExecOutcome> {
     const started = Date.now();
     const cancelled = (): ExecOutcome => failedOutcome('run_cancelled', 'the call was cancelled', Date.now() - started);
     if (signal.aborted) return cancelled();
@@ -230,6 +245,10 @@ export class QueueExecutor implements Executor {
       enqueuedAt: started,
       lastCheckedAt: started,
       promise,
+      signal,
+      asking: 0,
+      askedMs: 0,
+      ...(options?.requestInput ? { requestInput: options.requestInput } : {}),
       settle: (outcome) => {
         if (this.pending.get(jobId) === entry) this.pending.delete(jobId);
         settle(outcome);
@@ -372,6 +391,34 @@ export class QueueExecutor implements Executor {
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
   }
 
+  /**
+   * A question a running call asked (ResultsReader.onAsk): parked through the call's asker, its
+   * answer written beside the call's outcome key and published to the workers. A call with no
+   * asker here (not waiting on this coordinator, or not one that may ask) is answered that nobody can.
+   */
+  private async answerQuestion(jobId: string, question: AskMessage): Promise<void> {
+    const entry = this.pending.get(jobId);
+    let reply: InputReply;
+    if (!entry?.requestInput) reply = { error: 'nobody can answer questions of this call' };
+    else {
+      const asked = Date.now();
+      entry.asking++;
+      try {
+        reply = await entry.requestInput(question.request, entry.signal);
+      } finally {
+        entry.asking--;
+        entry.askedMs += Date.now() - asked;
+      }
+    }
+    const origin = entry?.origin ?? this.coordinatorId;
+    const message: AnswerMessage = { callId: jobId, n: question.n, reply };
+    await this.redis
+      .multi()
+      .set(this.keys.answer(origin, jobId, question.n), JSON.stringify(reply), 'PX', OUTCOME_TTL_MS)
+      .publish(this.keys.answerChannel(), JSON.stringify(message))
+      .exec();
+  }
+
   /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
   private async checkPending(): Promise<void> {
     const now = Date.now();
@@ -401,7 +448,9 @@ export class QueueExecutor implements Executor {
       const returned = parseOutcome((bullJob.returnvalue as Record<string, unknown> | null)?.[jobId]);
       if (returned) return returned;
     }
-    const perAttemptMs = job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
+    // A call waiting for a person's answer is not overdue; the time its questions took is not its own.
+    if (entry.asking > 0) return undefined;
+    const perAttemptMs = job.timeoutMs + entry.askedMs + WORKER_SETTLE_MS + this.overdueGraceMs;
     if (!bullJob) {
       // Gone without an outcome: removed, or Redis restarted empty. Wait out every attempt's deadline first.
       const overdue = elapsed > (MAX_STALLED[job.queue] + 1) * perAttemptMs;

@@ -1,5 +1,11 @@
 import type { ExecOutcome } from '@tool-dispatch/shared';
-import { parseOutcome, RESULTS_STREAM_TTL_MS, tryParseJson } from '@tool-dispatch/shared/redis';
+import {
+  type AskMessage,
+  parseAskMessage,
+  parseOutcome,
+  RESULTS_STREAM_TTL_MS,
+  tryParseJson,
+} from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 import { settleWithin } from '../../support/settle.js';
 
@@ -21,6 +27,8 @@ export interface ResultsReaderOptions {
   consumer: string;
   /** Each outcome read, by the call's job id. */
   onOutcome(jobId: string, outcome: ExecOutcome): void;
+  /** Each question a running call asks (an MCP elicitation), by the call's job id. */
+  onAsk(jobId: string, question: AskMessage): void;
   onError(error: Error): void;
 }
 
@@ -106,10 +114,15 @@ export class ResultsReader {
     }
   }
 
-  /** A results message: one or more `job <call id>`, `outcome <json>` pairs. */
+  /** A results message: one or more `job <call id>`, `outcome <json>` pairs, or a question (`ask <call id>`, `question <json>`). */
   private onResult(fields: string[]): void {
     let jobId: string | undefined;
     for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (fields[i] === 'ask' && fields[i + 2] === 'question') {
+        const question = parseAskMessage(tryParseJson(fields[i + 3]));
+        if (question) this.options.onAsk(fields[i + 1] as string, question);
+        return;
+      }
       if (fields[i] === 'job') jobId = fields[i + 1];
       else if (fields[i] === 'outcome' && jobId !== undefined) {
         const outcome = parseOutcome(tryParseJson(fields[i + 1]));
