@@ -336,8 +336,8 @@ describeModes('MCP servers', (mode) => {
       input = (r.json.inputs as Array<Record<string, unknown>>).find((i) => i.callId === call.id);
     }
     expect(input).toMatchObject({ kind: 'elicitation', name: fake('ask'), run, callId: call.id });
-    expect((input?.args as Record<string, unknown>).message).toBe('Your name?');
-    expect((input?.args as Record<string, unknown>).requestedSchema).toMatchObject({ type: 'object' });
+    expect(((input?.args ?? {}) as Record<string, unknown>).message).toBe('Your name?');
+    expect(((input?.args ?? {}) as Record<string, unknown>).requestedSchema).toMatchObject({ type: 'object' });
     const id = String(input?.inputId);
     const bad = await f.api.request('POST', `/v1/sessions/${s}/inputs/${id}`, { output: 'Ada' });
     expect(bad.status).toBe(400);
