@@ -10,6 +10,7 @@ import path from 'node:path';
 import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../support/net.js';
+import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { type Api, type Call, direct, type Result, rt, uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
 import { REPO_ROOT, sleep } from './service.js';
@@ -88,6 +89,7 @@ describeModes('MCP servers', (mode) => {
   let fsRoot = '';
   let fakeLog = '';
   let web: ChildProcess | undefined;
+  let receiver: OtlpReceiver | undefined;
 
   beforeAll(async () => {
     tmp = await realpath(await mkdtemp(path.join(tmpdir(), `td-mcp-${mode}-`)));
@@ -95,6 +97,7 @@ describeModes('MCP servers', (mode) => {
     mkdirSync(fsRoot);
     writeFileSync(path.join(fsRoot, 'planted.txt'), 'planted for the MCP test\n');
     fakeLog = path.join(tmp, 'fake.log');
+    receiver = await startOtlpReceiver();
     const webPort = await freePort();
     web = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
       env: { PATH: process.env.PATH, HOME: tmp, PORT: String(webPort) },
@@ -128,10 +131,17 @@ describeModes('MCP servers', (mode) => {
   }, 60_000);
   afterAll(async () => {
     web?.kill('SIGKILL');
+    await receiver?.close();
     if (tmp) await rm(tmp, { recursive: true, force: true });
   });
 
-  const f = useService(mode, { envFor: () => ({ TD_MCP_CONFIG: config }) });
+  const f = useService(mode, {
+    envFor: () => ({
+      TD_MCP_CONFIG: config,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.url,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+    }),
+  });
 
   it('lists every tool of every server that is up, serial, deferred, source mcp, with the server and its inputSchema', async () => {
     const cat = await listed(f.api, [ECHO, SUM, READ, WEB_ECHO, fake('extra_2')]);
@@ -361,6 +371,33 @@ describeModes('MCP servers', (mode) => {
     });
     expect(textOf(expectOk((await round2).results[0], 'declined elicitation'))).toMatch(/declined/i);
   });
+
+  it('traces an MCP call: its execute span names the server and the tool by its name there', async () => {
+    await listed(f.api, [SUM]);
+    const s = await f.api.session([SUM]);
+    const r = expectOk(await f.api.one(s, rt(SUM, { a: 2, b: 3 })), 'sum');
+    const spans = await (receiver as OtlpReceiver).waitFor(
+      (all) => all.some((x) => x.name === `execute ${SUM}` && x.attributes['td.call.id'] === r.id),
+      20_000,
+    );
+    const span = spans.find((x) => x.name === `execute ${SUM}` && x.attributes['td.call.id'] === r.id);
+    expect(span?.attributes['mcp.server']).toBe('everything');
+    expect(span?.attributes['mcp.tool.name']).toBe('get-sum');
+  });
+
+  it.runIf(mode === 'embedded')(
+    'exposes td_mcp_servers_up per server and counts calls by server, tool and status',
+    async () => {
+      await listed(f.api, [ECHO]);
+      const s = await f.api.session([ECHO]);
+      expectOk(await f.api.one(s, rt(ECHO, { message: 'counted' })), 'echo');
+      const text = (await f.api.request('GET', '/metrics')).text;
+      expect(text).toMatch(/^td_mcp_servers_up\{server="everything"\} 1$/m);
+      expect(text).toMatch(/^td_mcp_servers_up\{server="broken"\} 0$/m);
+      const counted = text.match(/^td_mcp_calls_total\{server="everything",tool="echo",status="ok"\} (\d+)$/m);
+      expect(Number(counted?.[1])).toBeGreaterThanOrEqual(1);
+    },
+  );
 
   it('says in the log which tools and servers it could not take', async () => {
     await listed(f.api, [ECHO]);

@@ -93,6 +93,7 @@ export async function runJob(
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
       [ATTR_QUEUE_CLASS]: job.queue,
       [ATTR_MESSAGING_MESSAGE_ID]: `${job.round}-${job.callIndex}`,
+      ...registry.spanAttributes(job.name),
       ...options.spanAttributes,
     },
   };

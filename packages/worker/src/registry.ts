@@ -14,6 +14,8 @@ import { writeTodo } from './handlers/write-todo.js';
 export interface HandlerSource {
   get(name: string): Handler | undefined;
   names(): string[];
+  /** What the `execute <tool>` span of a call of `name` carries besides the call's own attributes (an MCP tool's server). */
+  spanAttributes?(name: string): Record<string, string> | undefined;
 }
 
 /** Tool name → handler, for the tools this worker can run. */
@@ -45,6 +47,16 @@ export class HandlerRegistry {
 
   has(name: string): boolean {
     return this.get(name) !== undefined;
+  }
+
+  /** The span attributes a source gives a tool (an MCP tool's `mcp.server`), if any. */
+  spanAttributes(name: string): Record<string, string> | undefined {
+    if (this.handlers.has(name)) return undefined;
+    for (const source of this.sources) {
+      const attributes = source.spanAttributes?.(name);
+      if (attributes) return attributes;
+    }
+    return undefined;
   }
 
   /** Tool names with a handler (registered, then the sources'), sorted. */

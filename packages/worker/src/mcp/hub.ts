@@ -75,6 +75,13 @@ export class McpHub {
     return handler;
   }
 
+  /** An MCP tool's execute span names its server and its name there (`mcp.server`, `mcp.tool.name`). */
+  spanAttributes(name: string): Record<string, string> | undefined {
+    const link = this.links.find((l) => l.toolOf(name) !== undefined);
+    const tool = link?.toolOf(name);
+    return link && tool !== undefined ? { 'mcp.server': link.name, 'mcp.tool.name': tool } : undefined;
+  }
+
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
