@@ -1,11 +1,15 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type InputHandler, TdClient } from '@tool-dispatch/client';
 import { type CallResult, resolveConfig } from '@tool-dispatch/shared';
+import { McpHub } from '@tool-dispatch/worker';
 import Table from 'cli-table3';
+import { createEngine } from './embedded.js';
 import { startCoordinator } from './serve.js';
 
 interface DemoOptions {
@@ -55,10 +59,16 @@ function summary(r: CallResult): string {
   else if (o && 'contentType' in o) text = `${String(o.bytes)} bytes of ${String(o.contentType)} to ${String(o.path)}`;
   else if (o && 'exitCode' in o) text = `exit ${String(o.exitCode)}: ${String(o.stdout).trim().slice(0, 40)}`;
   else if (o && 'status' in o && 'body' in o) text = `HTTP ${String(o.status)} ${String(o.body).slice(0, 40)}`;
+  else if (o && Array.isArray(o.content)) text = mcpSummary(o.content as Array<{ type?: string; text?: string }>);
   else text = JSON.stringify(o ?? null);
   text = text.replace(/\s+/g, ' ');
   if (r.dedupedFrom) text = `= ${r.dedupedFrom} · ${text}`;
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}
+
+/** An MCP result's content in a line: its text blocks. */
+function mcpSummary(content: Array<{ type?: string; text?: string }>): string {
+  return `mcp: ${content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join(' ')}`;
 }
 
 /** A history tool's entries in a line: each call, what it was and how it ended, newest first. */
@@ -99,18 +109,54 @@ const rt = (id: string, name: string, args: Record<string, unknown>): DemoCall =
 });
 const direct = (id: string, name: string, args: Record<string, unknown>): DemoCall => ({ id, name, args, label: name });
 
+/**
+ * The demo's MCP server: the repo's server-filesystem (a dev dependency) over stdio, confined to
+ * the session's workspace; undefined when it is not installed (a production install).
+ */
+function demoMcpHub(workspace: string, log: (line: string) => void): McpHub | undefined {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    const bin = path.join(dir, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
+    if (existsSync(bin)) {
+      const servers = [
+        {
+          name: 'notes',
+          transport: 'stdio' as const,
+          command: process.execPath,
+          args: [bin, workspace],
+          env: {},
+          confirm: false,
+        },
+      ];
+      return new McpHub({ servers, log: (line) => (line.includes('down') ? log(`  ${line}`) : undefined) });
+    }
+    if (path.dirname(dir) === dir) {
+      log('(@modelcontextprotocol/server-filesystem is not installed: the MCP round is left out)');
+      return undefined;
+    }
+  }
+}
+
 /** `tool-dispatch demo`: a realistic coding-agent session over HTTP against an embedded coordinator. */
 export async function runDemo(options: DemoOptions): Promise<void> {
   const { log } = options;
   const root = await mkdtemp(path.join(tmpdir(), 'tool-dispatch-demo-'));
+  const session = 'demo-session';
+  const workspace = path.join(root, 'default', session);
+  await seedWorkspace(workspace);
+  const mcp = demoMcpHub(workspace, log);
+  await mcp?.start();
   const docs = await startDocsServer();
   const config = resolveConfig({ workspaceRoot: root, httpAllow: [new URL(docs.url).host], mode: 'embedded' }, {});
-  const coordinator = await startCoordinator({ config, port: 0, host: '127.0.0.1', log: () => {} });
+  const coordinator = await startCoordinator({
+    config,
+    port: 0,
+    host: '127.0.0.1',
+    log: () => {},
+    makeEngine: (c) => createEngine({ config: c, ...(mcp ? { mcp } : {}) }),
+  });
   const client = new TdClient({ baseUrl: coordinator.url });
   log(`tool-dispatch demo: embedded coordinator at ${coordinator.url}, workspaces in ${root}`);
   try {
-    const session = 'demo-session';
-    await seedWorkspace(path.join(root, 'default', session));
     await client.putSession(session, {
       provider: 'openai',
       autoApprove: ['edit_file'],
@@ -132,6 +178,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       printRound(log, title, calls, results, person.approved);
     };
     await playRounds(play, docs.url);
+    if (mcp) await playMcpRound(play);
     await person.stop();
     const history = await client.history(session);
     const byStatus = new Map<string, number>();
@@ -142,6 +189,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     );
   } finally {
     await coordinator.stop();
+    await mcp?.close();
     await docs.close();
     if (!options.keep) await rm(root, { recursive: true, force: true });
     else log(`workspace kept at ${root}`);
@@ -249,5 +297,17 @@ async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 8 · parked calls: a client tool the backend answers, then a question a person answers', 'run-2', [
     direct('c21', 'editor_selection', {}),
     rt('c22', 'ask_user', { question: 'Rename twice() to double()?', choices: ['rename it', 'leave it'] }),
+  ]);
+}
+
+/** Round 9: the tools of an MCP server (server-filesystem over stdio) as deferred catalog tools, serial, validated. */
+async function playMcpRound(play: Play): Promise<void> {
+  await play("Round 9 · an MCP server's tools (server-filesystem over stdio): schemas, then serial calls", 'run-3', [
+    direct('c23', 'find_tools', { names: ['mcp__notes__list_directory', 'mcp__notes__read_text_file'] }),
+  ]);
+  await play('Round 10 · MCP calls run serially on the server; bad args never reach it', 'run-3', [
+    rt('c24', 'mcp__notes__list_directory', { path: '.' }),
+    rt('c25', 'mcp__notes__read_text_file', { path: 'src/util.ts' }),
+    rt('c26', 'mcp__notes__read_text_file', { path: 42 }),
   ]);
 }
