@@ -1,7 +1,8 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed runs one of them.
+// BENCH_ONLY=embedded|distributed|mcp runs one of them.
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
+import { benchMcp } from './mcp.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2000);
@@ -40,4 +41,19 @@ if (only === undefined || only === 'distributed') {
   );
   console.log('  (latency and CPU: below 1× is better than the peer; throughput: above 1× is more calls/s,');
   console.log('   the median of back-to-back slices)');
+}
+
+if (only === undefined || only === 'mcp') {
+  const m = await benchMcp(Number(process.env.BENCH_MCP_CALLS ?? 1000), progress);
+  console.log(
+    '\nMCP: an echo call of server-everything (stdio) through the three passes, against the SDK client calling it directly',
+  );
+  console.log(
+    `  dispatcher ${m.dispatcherUsPerCall.toFixed(0)} µs/call  (embedded engine + McpHub, a new run per call)`,
+  );
+  console.log(`  direct     ${m.directUsPerCall.toFixed(0)} µs/call  (Client.callTool on a second server-everything)`);
+  console.log(`  ratio      ${m.ratio.toFixed(2)}× the direct call`);
+  console.log(
+    `  schemas    ${m.deferredChars} chars sent with deferral (openai tools array + turn context) vs ${m.fullChars} chars of all ${m.tools} full definitions: ${(m.fullChars / m.deferredChars).toFixed(1)}× less`,
+  );
 }
