@@ -90,15 +90,9 @@ describeModes('MCP servers', (mode) => {
   let fakeLog = '';
   let web: ChildProcess | undefined;
   let receiver: OtlpReceiver | undefined;
-
-  beforeAll(async () => {
-    tmp = await realpath(await mkdtemp(path.join(tmpdir(), `td-mcp-${mode}-`)));
-    fsRoot = path.join(tmp, 'fs-root');
-    mkdirSync(fsRoot);
-    writeFileSync(path.join(fsRoot, 'planted.txt'), 'planted for the MCP test\n');
-    fakeLog = path.join(tmp, 'fake.log');
-    receiver = await startOtlpReceiver();
-    const webPort = await freePort();
+  let webPort = 0;
+  /** Starts the Streamable HTTP server-everything on webPort; resolves once it listens. */
+  const startWeb = async () => {
     web = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
       env: { PATH: process.env.PATH, HOME: tmp, PORT: String(webPort) },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -114,6 +108,17 @@ describeModes('MCP servers', (mode) => {
       web?.stdout?.on('data', onData);
       web?.stderr?.on('data', onData);
     });
+  };
+
+  beforeAll(async () => {
+    tmp = await realpath(await mkdtemp(path.join(tmpdir(), `td-mcp-${mode}-`)));
+    fsRoot = path.join(tmp, 'fs-root');
+    mkdirSync(fsRoot);
+    writeFileSync(path.join(fsRoot, 'planted.txt'), 'planted for the MCP test\n');
+    fakeLog = path.join(tmp, 'fake.log');
+    receiver = await startOtlpReceiver();
+    webPort = await freePort();
+    await startWeb();
     const servers = {
       everything: { command: 'node', args: [EVERYTHING, 'stdio', mark] },
       fs: { command: 'node', args: [FILESYSTEM, fsRoot] },
@@ -310,6 +315,24 @@ describeModes('MCP servers', (mode) => {
     expect(textOf(await untilOk(f.api, s, () => rt(ECHO, { message: 'after' })))).toContain('after');
     // Restarted: new processes carry the mark.
     expect(pidsWith(mark).some((p) => !pids.includes(p))).toBe(true);
+  });
+
+  it('a Streamable HTTP server that restarts: its calls fail fast naming it, then go to a new session', async () => {
+    await listed(f.api, [WEB_ECHO]);
+    const s = await f.api.session([WEB_ECHO]);
+    expectOk(await f.api.one(s, rt(WEB_ECHO, { message: 'before' })), 'web echo before the restart');
+    const old = web;
+    old?.kill('SIGKILL');
+    await new Promise((r) => old?.once('exit', r));
+    await startWeb();
+    const started = Date.now();
+    const first = await f.api.one(s, rt(WEB_ECHO, { message: 'stale session' }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    if (first.status !== 'ok') {
+      expect(first.error?.code).toBe('handler_error');
+      expect(first.error?.message).toContain('"web"');
+    }
+    expect(textOf(await untilOk(f.api, s, () => rt(WEB_ECHO, { message: 'new session' })))).toContain('new session');
   });
 
   it('list_changed updates the catalog: a new tool is listed, one that left is unknown', async () => {
