@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
+import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.js';
 import { Api } from './api.js';
 import { dropRedisPrefix, MODES, type Mode, type Service, startService } from './service.js';
 import { startTargetServer, type TargetServer } from './target-server.js';
@@ -37,16 +38,19 @@ export function useService(mode: Mode, options: FixtureOptions = {}): Fixture {
   let target: TargetServer | undefined;
   let canary: TargetServer | undefined;
   let redis: TestRedis | undefined;
+  let cluster: TestRedisCluster | undefined;
   beforeAll(async () => {
     target = await startTargetServer();
     canary = await startTargetServer();
     if (mode === 'distributed') redis = await startRedis();
+    if (mode === 'cluster') cluster = await startRedisCluster();
     const env = { ...options.env, ...options.envFor?.({ target, canary }) };
     service = await startService({
       mode,
       target,
       env,
       ...(redis ? { redisUrl: redis.url } : {}),
+      ...(cluster ? { clusterNodes: cluster.seeds } : {}),
       ...(options.workers ? { workers: options.workers } : {}),
     });
     api = new Api(service.base, options.token);
@@ -56,6 +60,7 @@ export function useService(mode: Mode, options: FixtureOptions = {}): Fixture {
     if (redis && service?.prefix && redis.source === 'REDIS_URL')
       await dropRedisPrefix(redis.url, service.prefix).catch(() => undefined);
     await redis?.stop();
+    await cluster?.stop();
     await target?.close();
     await canary?.close();
   }, START_HOOK_TIMEOUT_MS);

@@ -303,7 +303,7 @@ describeModes('parked calls', (mode) => {
     expect(await inputs(f.api, s)).toEqual([]);
   });
 
-  if (mode === 'distributed') {
+  if (mode !== 'embedded') {
     const extra: ProcessGroup[] = [];
     afterAll(async () => {
       await Promise.all(extra.map((g) => stopGroup(g)));

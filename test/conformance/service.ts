@@ -10,8 +10,12 @@ import { randomPrefix } from '../support/redis.js';
 import type { TargetServer } from './target-server.js';
 
 /** The two ways the service runs; one conformance suite covers both. */
-export type Mode = 'embedded' | 'distributed';
-export const MODES: readonly Mode[] = ['embedded', 'distributed'];
+/** embedded: `dev`; distributed: a coordinator and workers on one Redis; cluster: the same on a 3-primary Redis Cluster. */
+export type Mode = 'embedded' | 'distributed' | 'cluster';
+export const MODES: readonly Mode[] = ['embedded', 'distributed', 'cluster'];
+
+/** Whether the mode runs coordinator and worker processes over Redis (one node, or a cluster). */
+export const overRedis = (mode: Mode): boolean => mode !== 'embedded';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = path.join(REPO_ROOT, 'bin', 'tool-dispatch');
@@ -38,6 +42,8 @@ export interface ServiceOptions {
   target: TargetServer;
   /** Distributed mode's Redis. */
   redisUrl?: string;
+  /** Cluster mode's seed nodes (REDIS_CLUSTER_NODES). */
+  clusterNodes?: string;
   /** Environment on top of the defaults; `undefined` removes a variable. */
   env?: Record<string, string | undefined>;
   /** Worker processes in distributed mode (default 2). */
@@ -132,7 +138,14 @@ function serviceEnv(options: ServiceOptions, root: string): Record<string, strin
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
     if (k.startsWith('TD_') || k.startsWith('OTEL_') || /^(https?|all|no)_proxy$/i.test(k)) continue;
-    if (k === 'REDIS_URL' || k === 'PORT' || k === 'MAX_CONCURRENT_TOOLS' || k === 'NODE_OPTIONS') continue;
+    if (
+      k === 'REDIS_URL' ||
+      k === 'REDIS_CLUSTER_NODES' ||
+      k === 'PORT' ||
+      k === 'MAX_CONCURRENT_TOOLS' ||
+      k === 'NODE_OPTIONS'
+    )
+      continue;
     env[k] = v;
   }
   env.TD_WORKSPACE_ROOT = root;
@@ -141,6 +154,11 @@ function serviceEnv(options: ServiceOptions, root: string): Record<string, strin
   if (options.mode === 'distributed') {
     if (!options.redisUrl) throw new Error('distributed mode needs a redisUrl');
     env.REDIS_URL = options.redisUrl;
+    env.TD_PREFIX = randomPrefix('tdconf');
+  }
+  if (options.mode === 'cluster') {
+    if (!options.clusterNodes) throw new Error('cluster mode needs clusterNodes');
+    env.REDIS_CLUSTER_NODES = options.clusterNodes;
     env.TD_PREFIX = randomPrefix('tdconf');
   }
   for (const [k, v] of Object.entries(options.env ?? {})) {
@@ -245,7 +263,7 @@ export async function startExtraCoordinator(
   service: Service,
   label = 'coordinator-2',
 ): Promise<{ base: string; group: ProcessGroup }> {
-  if (service.mode !== 'distributed') throw new Error('a second coordinator needs distributed mode');
+  if (!overRedis(service.mode)) throw new Error('a second coordinator needs distributed or cluster mode');
   const port = await freePort();
   const logFile = path.join(path.dirname(service.root), 'service.log');
   const group = spawnGroup(label, ['coordinator', '--port', String(port), '--host', '127.0.0.1'], service.env, logFile);

@@ -47,7 +47,7 @@ describeModes('shutdown', (mode) => {
   });
 
   it('stops every worker process with exit code 0 on SIGTERM', async () => {
-    expect(f.service.workers).toHaveLength(mode === 'distributed' ? 2 : 0);
+    expect(f.service.workers).toHaveLength(mode !== 'embedded' ? 2 : 0);
     for (const w of f.service.workers) {
       expect(w.signal('SIGTERM')).toBe(true);
       const exit = await Promise.race([w.exited, sleep(15_000).then(() => 'still running')]);

@@ -1,3 +1,5 @@
+import { ConfigError } from './errors.js';
+
 /** Defaults and limits. Every limit is documented in the README and in `--help`. */
 export const MAX_CONCURRENT_TOOLS = 5;
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -28,6 +30,8 @@ export type Mode = 'embedded' | 'distributed';
 export interface DispatchConfig {
   mode: Mode;
   redisUrl: string | undefined;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's seed nodes (host:port or redis(s):// URLs); distributed mode on it. */
+  redisClusterNodes: string[] | undefined;
   prefix: string;
   workspaceRoot: string;
   apiToken: string | undefined;
@@ -56,12 +60,22 @@ export function resolveConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): DispatchConfig {
   const redisUrl = options.redisUrl ?? (env.REDIS_URL || undefined);
+  const redisClusterNodes =
+    options.redisClusterNodes ??
+    (env.REDIS_CLUSTER_NODES
+      ? env.REDIS_CLUSTER_NODES.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined);
+  if (redisUrl && redisClusterNodes?.length)
+    throw new ConfigError('set REDIS_URL or REDIS_CLUSTER_NODES, not both (one Redis, or the seed nodes of a cluster)');
   const prefix = options.prefix ?? (env.TD_PREFIX || 'td');
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix))
     throw new Error(`TD_PREFIX must match [A-Za-z0-9_.-]{1,64}, got ${prefix}`);
   return {
-    mode: options.mode ?? (redisUrl ? 'distributed' : 'embedded'),
+    mode: options.mode ?? (redisUrl || redisClusterNodes?.length ? 'distributed' : 'embedded'),
     redisUrl,
+    redisClusterNodes: redisClusterNodes?.length ? redisClusterNodes : undefined,
     prefix,
     workspaceRoot: options.workspaceRoot ?? (env.TD_WORKSPACE_ROOT || './.workspaces'),
     apiToken: options.apiToken ?? (env.TD_API_TOKEN || undefined),

@@ -39,4 +39,13 @@ export {
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,
 } from './queues.js';
+export type { ConnectOptions, RedisClient, RedisTarget } from './redis-connect.js';
+export {
+  connectRedis,
+  duplicateClient,
+  isClusterTarget,
+  parseClusterNodes,
+  queuePrefix,
+  redisTargetOf,
+} from './redis-connect.js';
 export { coalesceWrites } from './redis-writes.js';

@@ -7,8 +7,11 @@ import {
   type AskMessage,
   type CancelMessage,
   coalesceWrites,
+  connectRedis,
   DuePerKey,
+  duplicateClient,
   FINISHED_JOB_RETENTION_S,
+  isClusterTarget,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -18,8 +21,11 @@ import {
   parseQueuedJob,
   QUEUE_NAMES,
   type QueuedJob,
+  queuePrefix,
   RESULTS_STREAM_TTL_MS,
+  type RedisClient,
   type RedisKeys,
+  type RedisTarget,
   RUNNING_MARK,
   redisKeys,
   runScript,
@@ -40,7 +46,6 @@ import {
   MESSAGING_SYSTEM_BULLMQ,
 } from '@tool-dispatch/shared/tracing';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { runJob } from './execute-job.js';
 import { parseRecordOutcomesReply, recordOutcomesScript } from './lua/recordOutcomes-n.lua.js';
 import { parseReportOutcomesReply, reportOutcomesScript } from './lua/reportOutcomes-1n.lua.js';
@@ -58,7 +63,10 @@ import { RunningCalls } from './running-calls.js';
 import { Slots } from './slots.js';
 
 export interface StartWorkerOptions {
+  /** One Redis (REDIS_URL); ignored when `target` is given. */
   redisUrl: string;
+  /** One Redis or a cluster (REDIS_CLUSTER_NODES). */
+  target?: RedisTarget;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   registry: HandlerRegistry;
@@ -114,10 +122,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const { id, prefix, registry, config, metrics, onError, mcp } = resolved;
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
-  const redis = new Redis(resolved.redisUrl, { maxRetriesPerRequest: null });
+  const target = resolved.target ?? { url: resolved.redisUrl };
+  const redis = connectRedis(target, { maxRetriesPerRequest: null });
   // BullMQ's job moves and our start checks and reports of one burst go out in one socket write.
   coalesceWrites(redis);
-  const subscriber = redis.duplicate();
+  const subscriber = duplicateClient(redis);
   redis.on('error', onError);
   subscriber.on('error', onError);
   const reporter = new Reporter(redis, keys);
@@ -147,7 +156,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     };
     const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
-      prefix,
+      prefix: queuePrefix(prefix, isClusterTarget(target)),
       name: id,
       // A serial job is one call, so for the serial queue jobs and slots are the same number.
       concurrency: limits[queue],
@@ -358,9 +367,10 @@ function messagingAttributes(queue: QueueClass, jobId: string): Attributes {
   };
 }
 
-type ResolvedStartWorkerOptions = Required<Omit<StartWorkerOptions, 'metrics' | 'mcp'>> & {
+type ResolvedStartWorkerOptions = Required<Omit<StartWorkerOptions, 'metrics' | 'mcp' | 'target'>> & {
   metrics: WorkerMetrics | undefined;
   mcp: McpHub | undefined;
+  target: RedisTarget | undefined;
 };
 
 function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWorkerOptions {
@@ -370,6 +380,7 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
       options.id ?? `w-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     metrics: options.metrics,
     mcp: options.mcp,
+    target: options.target,
     serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,
@@ -439,7 +450,7 @@ class Reporter {
   private readonly expiry = new DuePerKey(STREAM_EXPIRE_EVERY_MS);
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

@@ -1,6 +1,11 @@
 import type { InputReply } from '@tool-dispatch/shared';
-import { type AnswerMessage, parseInputReply, type RedisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
-import type { Redis } from 'ioredis';
+import {
+  type AnswerMessage,
+  parseInputReply,
+  type RedisClient,
+  type RedisKeys,
+  tryParseJson,
+} from '@tool-dispatch/shared/redis';
 
 /** How often a waiting question looks for its answer key, in case the answer's message was missed. */
 const ANSWER_POLL_MS = 1_000;
@@ -18,7 +23,7 @@ export class Questions {
   private readonly waiting = new Map<string, Waiter>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
   ) {}
 

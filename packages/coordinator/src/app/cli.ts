@@ -27,6 +27,8 @@ import { exitOnSignals, startCoordinator } from './serve.js';
 const ENVIRONMENT = `
 Environment (API.md):
   REDIS_URL              distributed mode over BullMQ on this Redis; unset = embedded mode
+  REDIS_CLUSTER_NODES    host:port,... (or redis(s):// URLs) of a Redis Cluster: distributed mode on
+                         it (set this or REDIS_URL, not both)
   PORT                   HTTP port (coordinator 8080; worker metrics 9464, 0 = off)
   TD_PREFIX              namespace of every queue and Redis key (default td); same as --prefix
   TD_WORKSPACE_ROOT      directory of session workspaces (default ./.workspaces)

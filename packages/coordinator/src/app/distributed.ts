@@ -1,5 +1,11 @@
-import type { DispatchConfig, HandlerConfig, ToolDefinition } from '@tool-dispatch/shared';
-import { coalesceWrites } from '@tool-dispatch/shared/redis';
+import { ConfigError, type DispatchConfig, type HandlerConfig, type ToolDefinition } from '@tool-dispatch/shared';
+import {
+  coalesceWrites,
+  connectRedis,
+  type RedisClient,
+  type RedisTarget,
+  redisTargetOf,
+} from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
 import {
   createBuiltinRegistry,
@@ -9,7 +15,6 @@ import {
   startWorker,
   WorkerMetrics,
 } from '@tool-dispatch/worker';
-import { Redis } from 'ioredis';
 import { RedisConfirmHub } from '../confirm/redis.js';
 import { Engine, type EngineHooks } from '../engine.js';
 import { RedisEventBus } from '../events/redis.js';
@@ -36,9 +41,35 @@ function onceInARow(log: (line: string) => void, label: string): (e: Error) => v
   };
 }
 
-function requireRedis(config: DispatchConfig): string {
-  if (!config.redisUrl) throw new Error('distributed mode needs REDIS_URL (e.g. redis://127.0.0.1:6379)');
-  return config.redisUrl;
+/** Where the deployment's Redis is (REDIS_URL, or REDIS_CLUSTER_NODES); a ConfigError when neither is set. */
+function requireRedis(config: DispatchConfig): RedisTarget {
+  return redisTargetOf(config);
+}
+
+/**
+ * REDIS_URL naming a node of a Redis Cluster cannot work (every key of another slot answers
+ * MOVED): a ConfigError (exit 2) saying to use REDIS_CLUSTER_NODES. Checked when INFO answers
+ * within a second; a Redis not up yet is left to the reconnects.
+ */
+async function refuseClusterNodeAsOne(redis: RedisClient, target: RedisTarget): Promise<void> {
+  if (!('url' in target)) return;
+  const info = await Promise.race([
+    redis.info('cluster').catch(() => ''),
+    new Promise<string>((resolve) => setTimeout(() => resolve(''), 1_000).unref()),
+  ]);
+  if (/^cluster_enabled:1/m.test(info)) {
+    redis.disconnect();
+    throw new ConfigError(
+      `REDIS_URL ${redactUrl(target.url)} is a node of a Redis Cluster; set REDIS_CLUSTER_NODES to its nodes (host:port,...) instead`,
+    );
+  }
+}
+
+/** The target for a log line, passwords left out. */
+function describeTarget(target: RedisTarget): string {
+  return 'url' in target
+    ? redactUrl(target.url)
+    : `the Redis Cluster of ${target.clusterNodes.map(redactUrl).join(', ')}`;
 }
 
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
@@ -51,9 +82,10 @@ export async function createDistributedEngine(
     tools?: readonly ToolDefinition[];
   } = {},
 ): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
-  const redisUrl = requireRedis(config);
+  const target = requireRedis(config);
   const log = options.log ?? (() => {});
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3, lazyConnect: false });
+  const redis = connectRedis(target, { maxRetriesPerRequest: 3, lazyConnect: false });
+  await refuseClusterNodeAsOne(redis, target);
   // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
   coalesceWrites(redis);
   let lastError = '';
@@ -62,7 +94,7 @@ export async function createDistributedEngine(
     lastError = e.message;
   });
   const prefix = config.prefix;
-  const executor = new QueueExecutor({ redisUrl, prefix, onError: onceInARow(log, 'queue') });
+  const executor = new QueueExecutor({ target, prefix, onError: onceInARow(log, 'queue') });
   await executor.waitUntilReady();
   const engine = new Engine({
     config,
@@ -149,7 +181,8 @@ export async function distributedCoordinator(options: {
   for (let i = 0; i < options.workers; i++) {
     workers.push(
       await startWorker({
-        redisUrl: requireRedis(config),
+        redisUrl: config.redisUrl ?? '',
+        target: requireRedis(config),
         prefix: config.prefix,
         registry: registryWith(options.mcp),
         ...(options.mcp ? { mcp: options.mcp } : {}),
@@ -161,7 +194,7 @@ export async function distributedCoordinator(options: {
     );
   }
   log(
-    `distributed mode: queues on ${redactUrl(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
+    `distributed mode: queues on ${describeTarget(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
   );
   return running;
 }
@@ -175,13 +208,17 @@ export async function runWorkerProcess(options: {
   mcp?: McpHub | undefined;
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
-  const redisUrl = requireRedis(config);
+  const target = requireRedis(config);
+  const check = connectRedis(target, { maxRetriesPerRequest: 1 });
+  check.on('error', () => {});
+  await refuseClusterNodeAsOne(check, target).finally(() => check.disconnect());
   const tracing = initTracing('tool-dispatch-worker');
   const metrics = new WorkerMetrics();
   const mcp = options.mcp;
   if (mcp) metrics.watchMcp(mcp);
   const worker = await startWorker({
-    redisUrl,
+    redisUrl: config.redisUrl ?? '',
+    target,
     prefix: config.prefix,
     registry: registryWith(mcp),
     ...(mcp ? { mcp } : {}),
@@ -192,7 +229,7 @@ export async function runWorkerProcess(options: {
     onError: onceInARow(log, 'worker'),
   });
   // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
-  const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  const probe = connectRedis(target, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
   probe.on('error', () => {});
   const server =
     options.port > 0
@@ -204,7 +241,7 @@ export async function runWorkerProcess(options: {
         })
       : undefined;
   log(
-    `worker ${worker.id} consuming ${config.prefix} queues on ${redactUrl(redisUrl)} (concurrency ${config.workerConcurrency}, serial ${config.workerSerialConcurrency})${server ? `; metrics on :${server.port}` : ''}`,
+    `worker ${worker.id} consuming ${config.prefix} queues on ${describeTarget(target)} (concurrency ${config.workerConcurrency}, serial ${config.workerSerialConcurrency})${server ? `; metrics on :${server.port}` : ''}`,
   );
   return {
     stop: async () => {
@@ -225,6 +262,7 @@ function registryWith(mcp: McpHub | undefined) {
 }
 
 function redactUrl(url: string): string {
+  if (!url.includes('://')) return url;
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';

@@ -50,6 +50,9 @@ type StoredState = Omit<SessionState, 'fetched' | 'autoApprove'>;
  * The distributed Store: each operation is one round trip (a pipeline, MULTI or one Lua script)
  * over keys sharing the session's hash tag, so it runs unchanged on Redis Cluster.
  */
+/** How long a readiness probe's keys live (they are written again at each /readyz). */
+const READY_PROBE_TTL_MS = 30_000;
+
 export class RedisStore implements Store {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
@@ -323,9 +326,20 @@ export class RedisStore implements Store {
     return record;
   }
 
+  /**
+   * Whether rounds can use the store (`/readyz`): a write and a read back under the deployment's
+   * prefix in each kind of slot rounds use (a session's, a coordinator's, the workers', a
+   * tenant's), not a PING: a Redis that answers PING but refuses or redirects those (a cluster
+   * node reached as one Redis answers MOVED) is not ready.
+   */
   async ping(): Promise<boolean> {
     try {
-      return (await this.redis.ping()) === 'PONG';
+      const token = `${Date.now()}-${Math.random()}`;
+      const p = this.keys.prefix;
+      const probes = ['{s:_ready}', '{c:_ready}', '{w}', '{t:_ready}'].map((tag) => `${p}:${tag}:ready-probe`);
+      await Promise.all(probes.map((k) => this.redis.set(k, token, 'PX', READY_PROBE_TTL_MS)));
+      const read = await Promise.all(probes.map((k) => this.redis.get(k)));
+      return read.every((v) => v === token);
     } catch {
       return false;
     }

@@ -19,8 +19,10 @@ import {
   CANCEL_TTL_MS,
   type CancelMessage,
   coalesceWrites,
+  connectRedis,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
+  isClusterTarget,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -28,7 +30,10 @@ import {
   OUTCOME_TTL_MS,
   parseOutcome,
   QUEUE_NAMES,
+  queuePrefix,
+  type RedisClient,
   type RedisKeys,
+  type RedisTarget,
   RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
@@ -37,7 +42,6 @@ import {
   type WorkerAnnouncement,
 } from '@tool-dispatch/shared/redis';
 import { type Job, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { getOrCreate } from '../../support/maps.js';
 import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
@@ -47,7 +51,10 @@ import { ResultsReader } from './results-reader.js';
 import { WorkerDirectory } from './worker-directory.js';
 
 export interface QueueExecutorOptions {
-  redisUrl: string;
+  /** One Redis (REDIS_URL); or `target`. */
+  redisUrl?: string;
+  /** One Redis or a cluster (REDIS_CLUSTER_NODES); wins over redisUrl. */
+  target?: RedisTarget;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
@@ -118,9 +125,11 @@ interface Gathering {
  */
 export class QueueExecutor implements Executor {
   readonly coordinatorId: string;
+  /** BullMQ's key prefix: TD_PREFIX, within braces on a cluster (queuePrefix). */
+  readonly queuePrefix: string;
   /** The BullMQ queues, for dashboards and queue-depth metrics. */
   readonly queues: Readonly<Record<QueueClass, Queue>>;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly resultsKey: string;
   private readonly results: ResultsReader;
@@ -147,8 +156,11 @@ export class QueueExecutor implements Executor {
     this.onError = options.onError ?? (() => {});
     this.keys = redisKeys(options.prefix);
     this.resultsKey = this.keys.results(this.coordinatorId);
+    const target = options.target ?? (options.redisUrl ? { url: options.redisUrl } : undefined);
+    if (!target) throw new Error('a QueueExecutor needs redisUrl or target');
     // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
-    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.redis = connectRedis(target, { maxRetriesPerRequest: null });
+    this.queuePrefix = queuePrefix(options.prefix, isClusterTarget(target));
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);
     this.redis.on('error', this.onError);
@@ -165,7 +177,7 @@ export class QueueExecutor implements Executor {
     });
     this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000);
     const queue = (cls: QueueClass) => {
-      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
+      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: this.queuePrefix });
       q.on('error', this.onError);
       return q;
     };

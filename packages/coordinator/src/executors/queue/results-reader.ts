@@ -1,12 +1,13 @@
 import type { ExecOutcome } from '@tool-dispatch/shared';
 import {
   type AskMessage,
+  duplicateClient,
   parseAskMessage,
   parseOutcome,
   RESULTS_STREAM_TTL_MS,
+  type RedisClient,
   tryParseJson,
 } from '@tool-dispatch/shared/redis';
-import type { Redis } from 'ioredis';
 import { settleWithin } from '../../support/settle.js';
 
 const RESULTS_GROUP = 'coordinator';
@@ -20,7 +21,7 @@ type StreamEntry = [id: string, fields: string[]];
 
 export interface ResultsReaderOptions {
   /** The executor's connection (group set-up, trims); the reader blocks on a duplicate of it. */
-  redis: Redis;
+  redis: RedisClient;
   /** This coordinator's results stream. */
   key: string;
   /** The consumer name in the stream's group (the coordinator id). */
@@ -37,8 +38,8 @@ export interface ResultsReaderOptions {
  * each call's outcome: a blocking read loop on a connection of its own, in a consumer group.
  */
 export class ResultsReader {
-  private readonly reader: Redis;
-  private readonly redis: Redis;
+  private readonly reader: RedisClient;
+  private readonly redis: RedisClient;
   private readonly key: string;
   private closed = false;
   private loop: Promise<void> | undefined;
@@ -46,7 +47,7 @@ export class ResultsReader {
   constructor(private readonly options: ResultsReaderOptions) {
     this.redis = options.redis;
     this.key = options.key;
-    this.reader = options.redis.duplicate();
+    this.reader = duplicateClient(options.redis);
     this.reader.on('error', options.onError);
   }
 

@@ -1,13 +1,11 @@
 import type { AnnouncedTool } from '@tool-dispatch/shared';
-import { type RedisKeys, tryParseJson, type WorkerAnnouncement } from '@tool-dispatch/shared/redis';
+import { type RedisClient, type RedisKeys, tryParseJson, type WorkerAnnouncement } from '@tool-dispatch/shared/redis';
 
 /** What the live workers' announcements say, read together: handler names and MCP tools. */
 interface Snapshot {
   handlers: ReadonlySet<string>;
   tools: readonly AnnouncedTool[];
 }
-
-import type { Redis } from 'ioredis';
 
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */
 export class WorkerDirectory {
@@ -18,7 +16,7 @@ export class WorkerDirectory {
 
   /** `handlerCacheMs`: how long handlerNames() reuses what it read before reading again. */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly handlerCacheMs: number,
   ) {}

@@ -1,0 +1,130 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { ConfigError } from './errors.js';
+
+/** A Redis connection: a single node or a cluster (every multi-key operation stays in one hash slot). */
+export type RedisClient = Redis | Cluster;
+
+/** Where a deployment's Redis is: one node (REDIS_URL) or a cluster's seed nodes (REDIS_CLUSTER_NODES). */
+export type RedisTarget = { url: string } | { clusterNodes: readonly string[] };
+
+/** Options for a connection, whichever the target (ioredis' own; a cluster passes them to every node). */
+export type ConnectOptions = Pick<RedisOptions, 'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect'>;
+
+/** One seed node of REDIS_CLUSTER_NODES: `host:port`, or a `redis://`/`rediss://` URL with credentials. */
+interface SeedNode {
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+  tls: boolean;
+}
+
+/**
+ * Reads REDIS_CLUSTER_NODES (API.md): a comma list of `host:port` or `redis://` / `rediss://` URLs;
+ * credentials and TLS are taken from the URLs (the first that has them). A ConfigError names a
+ * node that is neither.
+ */
+export function parseClusterNodes(raw: string): SeedNode[] {
+  const nodes = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map(seedNodeOf);
+  if (nodes.length === 0)
+    throw new ConfigError('REDIS_CLUSTER_NODES names no node (host:port or redis:// URLs, comma-separated)');
+  return nodes;
+}
+
+function seedNodeOf(spec: string): SeedNode {
+  const bad = () =>
+    new ConfigError(
+      `REDIS_CLUSTER_NODES: ${JSON.stringify(spec)} is neither host:port nor a redis:// or rediss:// URL`,
+    );
+  if (!spec.includes('://')) {
+    const m = spec.match(/^\[?([^\]]+?)\]?:(\d{1,5})$/);
+    if (!m?.[1] || !m[2]) throw bad();
+    return { host: m[1], port: Number(m[2]), tls: false };
+  }
+  let u: URL;
+  try {
+    u = new URL(spec);
+  } catch {
+    throw bad();
+  }
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw bad();
+  const node: SeedNode = {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(u.port || 6379),
+    tls: u.protocol === 'rediss:',
+  };
+  if (u.username) node.username = decodeURIComponent(u.username);
+  if (u.password) node.password = decodeURIComponent(u.password);
+  return node;
+}
+
+/** What every node of a cluster gets: credentials and TLS from the seed URLs. */
+interface NodeOptions {
+  maxRetriesPerRequest: number | null;
+  username?: string;
+  password?: string;
+  tls?: Record<string, never>;
+}
+
+/** The ioredis options every node of a cluster gets: credentials and TLS from the seed URLs. */
+function nodeOptions(nodes: readonly SeedNode[], options: { maxRetriesPerRequest: number | null }): NodeOptions {
+  const withAuth = nodes.find((n) => n.password !== undefined || n.username !== undefined);
+  const redisOptions: NodeOptions = { ...options };
+  if (withAuth?.username) redisOptions.username = withAuth.username;
+  if (withAuth?.password) redisOptions.password = withAuth.password;
+  if (nodes.some((n) => n.tls)) redisOptions.tls = {};
+  return redisOptions;
+}
+
+/**
+ * A connection to the deployment's Redis: `new Redis(url)`, or an ioredis `Cluster` from the seed
+ * nodes (reads and writes on the primaries; a moved slot is followed).
+ */
+export function connectRedis(target: RedisTarget, options: ConnectOptions = {}): RedisClient {
+  if ('url' in target) return new Redis(target.url, options);
+  const nodes = parseClusterNodes(target.clusterNodes.join(','));
+  return new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    {
+      redisOptions: nodeOptions(nodes, { maxRetriesPerRequest: options.maxRetriesPerRequest ?? null }),
+      scaleReads: 'master',
+      maxRedirections: 16,
+      ...(options.enableOfflineQueue !== undefined ? { enableOfflineQueue: options.enableOfflineQueue } : {}),
+      ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
+    },
+  );
+}
+
+/** A new connection with the same options (for blocking reads and pub/sub, which tie a connection up). */
+export function duplicateClient(redis: RedisClient): RedisClient {
+  return redis.isCluster ? (redis as Cluster).duplicate() : (redis as Redis).duplicate();
+}
+
+/** Whether the target is a cluster. */
+export const isClusterTarget = (target: RedisTarget): boolean => 'clusterNodes' in target;
+
+/** The target a config names (REDIS_CLUSTER_NODES wins the type check: only one of the two may be set). */
+export function redisTargetOf(config: {
+  redisUrl: string | undefined;
+  redisClusterNodes?: readonly string[] | undefined;
+}): RedisTarget {
+  if (config.redisClusterNodes && config.redisClusterNodes.length > 0)
+    return { clusterNodes: config.redisClusterNodes };
+  if (config.redisUrl) return { url: config.redisUrl };
+  throw new ConfigError(
+    'distributed mode needs REDIS_URL (e.g. redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES (e.g. 127.0.0.1:7000,127.0.0.1:7001)',
+  );
+}
+
+/**
+ * The prefix of BullMQ's keys for a deployment: on a cluster, within braces (a hash tag), so every
+ * key of one queue is in one slot, as BullMQ's Lua scripts need; on one Redis, the prefix as it
+ * always was.
+ */
+export function queuePrefix(prefix: string, cluster: boolean): string {
+  return cluster ? `{${prefix}}` : prefix;
+}

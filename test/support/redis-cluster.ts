@@ -1,0 +1,112 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './net.js';
+
+const run = promisify(execFile);
+const READY_TIMEOUT_MS = 20_000;
+
+/** A real Redis Cluster of three primaries for one test file (no Docker: redis-server and redis-cli). */
+export interface TestRedisCluster {
+  /** `host:port` of each primary, for REDIS_CLUSTER_NODES. */
+  nodes: string[];
+  /** REDIS_CLUSTER_NODES's value. */
+  seeds: string;
+  stop(): Promise<void>;
+  /** Restarts one primary with its data (AOF on), as a crash and restart would; the cluster is whole again once it answers. */
+  restart(index: number): Promise<void>;
+}
+
+/**
+ * Three `redis-server --cluster-enabled yes` on free ports in a temp dir, joined with
+ * `redis-cli --cluster create … --cluster-replicas 0`; resolves once every node says
+ * `cluster_state:ok`. AOF is on, so a restarted primary keeps its keys.
+ */
+export async function startRedisCluster(): Promise<TestRedisCluster> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'td-redis-cluster-'));
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const procs: ChildProcess[] = [];
+  const start = async (i: number) => {
+    const port = ports[i] as number;
+    const nodeDir = path.join(dir, String(port));
+    await mkdir(nodeDir, { recursive: true });
+    const p = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '5000',
+        '--appendonly',
+        'yes',
+        '--save',
+        '',
+        '--dir',
+        nodeDir,
+      ],
+      { stdio: 'ignore' },
+    );
+    procs[i] = p;
+    await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', `redis-server on ${port}`);
+  };
+  try {
+    await Promise.all(ports.map((_, i) => start(i)));
+    const nodes = ports.map((p) => `127.0.0.1:${p}`);
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+    await waitForClusterOk(ports);
+    return {
+      nodes,
+      seeds: nodes.join(','),
+      stop: async () => {
+        for (const p of procs) p.kill('SIGKILL');
+        await rm(dir, { recursive: true, force: true });
+      },
+      restart: async (i) => {
+        const p = procs[i];
+        if (p) {
+          const exited = new Promise((r) => p.once('exit', r));
+          p.kill('SIGKILL');
+          await exited;
+        }
+        await start(i);
+        await waitForClusterOk(ports);
+      },
+    };
+  } catch (e) {
+    for (const p of procs) p.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(`could not start a Redis Cluster (redis-server and redis-cli on PATH?): ${(e as Error).message}`);
+  }
+}
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  try {
+    return (await run('redis-cli', ['-p', String(port), ...args])).stdout;
+  } catch {
+    return '';
+  }
+}
+
+async function waitForClusterOk(ports: readonly number[]): Promise<void> {
+  await waitFor(async () => {
+    const infos = await Promise.all(ports.map((p) => cli(p, 'cluster', 'info')));
+    return infos.every((i) => /cluster_state:ok/.test(i) && /cluster_known_nodes:3/.test(i));
+  }, 'cluster_state:ok on every node');
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${what} not seen within ${READY_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
