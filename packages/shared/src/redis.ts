@@ -30,4 +30,6 @@ export {
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,
 } from './queues.js';
+export type { RedisConnectionOptions, RedisConnectionSettings } from './redis-connection.js';
+export { redisConnectionOptions } from './redis-connection.js';
 export { coalesceWrites } from './redis-writes.js';

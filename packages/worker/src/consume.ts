@@ -16,6 +16,7 @@ import {
   QUEUE_NAMES,
   type QueuedJob,
   RESULTS_STREAM_TTL_MS,
+  type RedisConnectionOptions,
   type RedisKeys,
   RUNNING_MARK,
   redisKeys,
@@ -54,6 +55,8 @@ import { Slots } from './slots.js';
 
 export interface StartWorkerOptions {
   redisUrl: string;
+  /** TLS and the like for every connection to `redisUrl` (`redisConnectionOptions`); BullMQ's duplicates inherit it. */
+  connection?: RedisConnectionOptions;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   registry: HandlerRegistry;
@@ -103,7 +106,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const { id, prefix, registry, config, metrics, onError } = resolved;
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
-  const redis = new Redis(resolved.redisUrl, { maxRetriesPerRequest: null });
+  const redis = new Redis(resolved.redisUrl, { ...resolved.connection, maxRetriesPerRequest: null });
   // BullMQ's job moves and our start checks and reports of one burst go out in one socket write.
   coalesceWrites(redis);
   const subscriber = redis.duplicate();
@@ -306,6 +309,7 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     id:
       options.id ?? `w-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`,
     metrics: options.metrics,
+    connection: options.connection ?? {},
     serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,

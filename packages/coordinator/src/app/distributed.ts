@@ -1,5 +1,5 @@
-import type { DispatchConfig, HandlerConfig, ToolDefinition } from '@tool-dispatch/shared';
-import { coalesceWrites } from '@tool-dispatch/shared/redis';
+import { type DispatchConfig, EVENT_REPLAY_MS, type HandlerConfig, type ToolDefinition } from '@tool-dispatch/shared';
+import { coalesceWrites, type RedisConnectionOptions, redisConnectionOptions } from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
 import {
   createBuiltinRegistry,
@@ -40,6 +40,12 @@ function requireRedis(config: DispatchConfig): string {
   return config.redisUrl;
 }
 
+/** The URL and the options (TLS trusting TD_REDIS_TLS_CA) every Redis connection of this process is made with. */
+function redisTarget(config: DispatchConfig): { redisUrl: string; connection: RedisConnectionOptions } {
+  const redisUrl = requireRedis(config);
+  return { redisUrl, connection: redisConnectionOptions(redisUrl, { tlsCaFile: config.redisTlsCaFile }) };
+}
+
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
@@ -50,9 +56,9 @@ export async function createDistributedEngine(
     tools?: readonly ToolDefinition[];
   } = {},
 ): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
-  const redisUrl = requireRedis(config);
+  const { redisUrl, connection } = redisTarget(config);
   const log = options.log ?? (() => {});
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3, lazyConnect: false });
+  const redis = new Redis(redisUrl, { ...connection, maxRetriesPerRequest: 3, lazyConnect: false });
   // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
   coalesceWrites(redis);
   let lastError = '';
@@ -61,13 +67,15 @@ export async function createDistributedEngine(
     lastError = e.message;
   });
   const prefix = config.prefix;
-  const executor = new QueueExecutor({ redisUrl, prefix, onError: onceInARow(log, 'queue') });
+  // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
+  const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
+  const executor = new QueueExecutor({ redisUrl, connection, prefix, onError: onceInARow(log, 'queue') });
   await executor.waitUntilReady();
   const engine = new Engine({
     config,
     executor,
-    store: new RedisStore({ redis, prefix, events: {} }),
-    events: new RedisEventBus({ redis, prefix }),
+    store: new RedisStore({ redis, prefix, sessionTtlMs: config.sessionTtlMs, events: { replayMs } }),
+    events: new RedisEventBus({ redis, prefix, replayMs }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     inputs: new RedisInputHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
@@ -141,10 +149,11 @@ export async function distributedCoordinator(options: {
       await options.tracing.shutdown();
     },
   });
-  for (let i = 0; i < options.workers; i++) {
+  const target = options.workers > 0 ? redisTarget(config) : undefined;
+  for (let i = 0; i < options.workers && target; i++) {
     workers.push(
       await startWorker({
-        redisUrl: requireRedis(config),
+        ...target,
         prefix: config.prefix,
         registry: createBuiltinRegistry(),
         config: handlerConfigOf(config),
@@ -167,11 +176,12 @@ export async function runWorkerProcess(options: {
   log: (line: string) => void;
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
-  const redisUrl = requireRedis(config);
+  const { redisUrl, connection } = redisTarget(config);
   const tracing = initTracing('tool-dispatch-worker');
   const metrics = new WorkerMetrics();
   const worker = await startWorker({
     redisUrl,
+    connection,
     prefix: config.prefix,
     registry: createBuiltinRegistry(),
     config: handlerConfigOf(config),
@@ -181,7 +191,7 @@ export async function runWorkerProcess(options: {
     onError: onceInARow(log, 'worker'),
   });
   // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
-  const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  const probe = new Redis(redisUrl, { ...connection, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   probe.on('error', () => {});
   const server =
     options.port > 0

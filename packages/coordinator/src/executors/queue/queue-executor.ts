@@ -22,6 +22,7 @@ import {
   OUTCOME_TTL_MS,
   parseOutcome,
   QUEUE_NAMES,
+  type RedisConnectionOptions,
   type RedisKeys,
   RUNNING_MARK,
   redisKeys,
@@ -42,6 +43,8 @@ import { WorkerDirectory } from './worker-directory.js';
 
 export interface QueueExecutorOptions {
   redisUrl: string;
+  /** TLS and the like for every connection to `redisUrl` (`redisConnectionOptions`); duplicates inherit it. */
+  connection?: RedisConnectionOptions;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
@@ -135,7 +138,7 @@ export class QueueExecutor implements Executor {
     this.keys = redisKeys(options.prefix);
     this.resultsKey = this.keys.results(this.coordinatorId);
     // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
-    this.redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+    this.redis = new Redis(options.redisUrl, { ...options.connection, maxRetriesPerRequest: null });
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);
     this.redis.on('error', this.onError);
