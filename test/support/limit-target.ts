@@ -37,9 +37,8 @@ export async function startLimitTarget(limit = 5): Promise<LimitTarget> {
       res.writeHead(404).end();
       return;
     }
-    let count = runs.get(run);
-    if (!count) runs.set(run, (count = { concurrent: 0, serial: 0, maxConcurrent: 0 }));
-    const c = count;
+    const c = runs.get(run) ?? { concurrent: 0, serial: 0, maxConcurrent: 0 };
+    runs.set(run, c);
     if (c.serial > 0) breaches.push(`${run}: ${kind}/${n} arrived while a serial call of the run was in flight`);
     if (kind === 's') {
       if (c.concurrent > 0)
