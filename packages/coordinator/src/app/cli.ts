@@ -37,6 +37,8 @@ Environment (API.md):
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
+  TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)
+  TD_REDIS_TLS_CA        PEM file of the CA Redis's certificate is signed by (rediss:// URLs only)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:
