@@ -48,19 +48,20 @@ export interface LoadReport {
 
 export const GETS_PER_ROUND = 6;
 
-const callsOf = (target: LimitTarget, run: string, round: number, token: string, holdMs: number) => [
+// `key` names the session in the target URLs: unique, so no GET is ever answered from the result cache.
+const callsOf = (target: LimitTarget, key: string, round: number, token: string, holdMs: number) => [
   { id: 'read', name: 'read_files', args: { paths: ['notes.txt'] } },
   ...Array.from({ length: GETS_PER_ROUND }, (_, i) => ({
     id: `get${i}`,
     name: 'http_request',
-    args: { url: target.url(run, 'c', `${round}.${i}`, holdMs), method: 'GET' },
+    args: { url: target.url(key, 'c', `${round}.${i}`, holdMs), method: 'GET' },
   })),
   { id: 'edit', name: 'edit_file', args: { path: 'notes.txt', content: `round ${round}\n` } },
   {
     id: 'cmd',
     name: 'run_command',
     args: {
-      command: `curl -sf -o /dev/null '${target.url(run, 's', String(round), holdMs)}' && echo ${token} >> tokens.txt`,
+      command: `curl -sf -o /dev/null '${target.url(key, 's', String(round), holdMs)}' && echo ${token} >> tokens.txt`,
     },
   },
 ];
@@ -116,7 +117,7 @@ async function runSession(
   if (!(await submit(options, base, { provider: 'claude-code', autoApprove: 'all' }, undefined)))
     throw new Error(`session ${session} could not be created`);
   // claude-code: a tool's first call answers its schema; this round shows them all and seeds the file.
-  const schemaRound = callsOf(options.target, run, 0, 'seed', holdMs);
+  const schemaRound = callsOf(options.target, session, 0, 'seed', holdMs);
   await submit(options, `${base}/runs/${run}/rounds`, { calls: schemaRound }, `${session}-schema`);
   await submit(
     options,
@@ -126,7 +127,7 @@ async function runSession(
   );
   for (let round = 1; Date.now() < until.at; round++) {
     const token = `tok-${session}-${round}`;
-    const calls = callsOf(options.target, run, round, token, holdMs);
+    const calls = callsOf(options.target, session, round, token, holdMs);
     const record: RoundRecord = {
       session,
       round,
