@@ -12,7 +12,7 @@ export interface TestRedis {
   /** Where it came from, for messages: `container`, `REDIS_URL` or `redis-server`. */
   source: 'container' | 'REDIS_URL' | 'redis-server';
   stop(): Promise<void>;
-  /** Starts it again on the same port, empty (no persistence), after `kill`. */
+  /** Starts it again on the same port after `kill`: empty, unless it was spawned with an AOF. */
   restart?(): Promise<void>;
   /** Kills it abruptly (SIGKILL or container stop), keeping the port for `restart`. */
   kill?(): Promise<void>;
@@ -96,8 +96,13 @@ async function tryContainer(reasons: string[]): Promise<TestRedis | undefined> {
   };
 }
 
-/** A `redis-server` of its own on a free port (no persistence), whatever Docker or REDIS_URL offer. */
-export async function spawnRedisServer(): Promise<TestRedis> {
+/**
+ * A `redis-server` of its own on a free port, whatever Docker or REDIS_URL offer: no persistence,
+ * or with `appendOnly` an AOF fsynced on every write, so `kill` (SIGKILL) then `restart` brings
+ * back every acknowledged write.
+ */
+export async function spawnRedisServer(options: { appendOnly?: boolean } = {}): Promise<TestRedis> {
+  const aof = options.appendOnly === true;
   const dir = await mkdtemp(path.join(tmpdir(), 'td-redis-'));
   let port = 0;
   let child: ChildProcess | undefined;
@@ -106,7 +111,7 @@ export async function spawnRedisServer(): Promise<TestRedis> {
   for (let attempt = 0; attempt < 5 && !child; attempt++) {
     port = await freePort();
     try {
-      child = await launch(port, dir);
+      child = await launch(port, dir, aof);
     } catch (e) {
       lastError = e;
     }
@@ -128,7 +133,7 @@ export async function spawnRedisServer(): Promise<TestRedis> {
     kill,
     restart: async () => {
       await kill();
-      current = await launch(port, dir);
+      current = await launch(port, dir, aof);
     },
     stop: async () => {
       const c = current;
@@ -139,8 +144,9 @@ export async function spawnRedisServer(): Promise<TestRedis> {
   };
 }
 
-async function launch(port: number, dir: string): Promise<ChildProcess> {
-  const args = ['--save', '', '--appendonly', 'no', '--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
+async function launch(port: number, dir: string, aof = false): Promise<ChildProcess> {
+  const persistence = aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  const args = ['--save', '', ...persistence, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir];
   const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (d: Buffer) => {

@@ -21,3 +21,18 @@ describe('TD_WORKER_SERIAL_CONCURRENCY', () => {
     );
   });
 });
+
+describe('TD_SESSION_TTL_MS and TD_REDIS_TLS_CA', () => {
+  it('keeps an idle session 7 days unless TD_SESSION_TTL_MS says otherwise', () => {
+    expect(resolveConfig({}, {}).sessionTtlMs).toBe(7 * 24 * 60 * 60_000);
+    expect(resolveConfig({}, { TD_SESSION_TTL_MS: '2000' }).sessionTtlMs).toBe(2000);
+    expect(() => resolveConfig({}, { TD_SESSION_TTL_MS: '0' })).toThrow(
+      'TD_SESSION_TTL_MS must be a positive integer, got "0"',
+    );
+  });
+
+  it('reads the Redis CA file path from TD_REDIS_TLS_CA, unset by default', () => {
+    expect(resolveConfig({}, {}).redisTlsCaFile).toBeUndefined();
+    expect(resolveConfig({}, { TD_REDIS_TLS_CA: '/etc/td/redis-ca.pem' }).redisTlsCaFile).toBe('/etc/td/redis-ca.pem');
+  });
+});

@@ -11,6 +11,12 @@ export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
 /** Serial-queue jobs one worker runs at once, each of a different run (API.md v1.1; the coordinator keeps a run to one). */
 export const DEFAULT_WORKER_SERIAL_CONCURRENCY = 8;
+/**
+ * TD_SESSION_TTL_MS: a session idle this long is dropped with everything scoped to it (state,
+ * histories, dedupe maps, rounds, idempotency keys, events), in Redis (a sliding TTL refreshed on
+ * write) and in embedded mode (swept from memory) alike.
+ */
+export const DEFAULT_SESSION_TTL_MS = 7 * 24 * 60 * 60_000;
 
 /** Largest HTTP request body; more is 413. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -43,6 +49,13 @@ export interface DispatchConfig {
   maxConcurrentTools: number;
   workerConcurrency: number;
   workerSerialConcurrency: number;
+  /** TD_SESSION_TTL_MS: how long an idle session (and all its state) is kept. */
+  sessionTtlMs: number;
+  /**
+   * TD_REDIS_TLS_CA: path of a PEM file of the CA (or CAs) that signed Redis's certificate, trusted
+   * (in addition to Node's roots) by every Redis connection of a `rediss://` URL, and only by those.
+   */
+  redisTlsCaFile: string | undefined;
 }
 
 export type DispatchConfigOptions = Partial<DispatchConfig>;
@@ -99,5 +112,8 @@ export function resolveConfig(
     workerSerialConcurrency:
       options.workerSerialConcurrency ??
       positiveInt(env.TD_WORKER_SERIAL_CONCURRENCY, DEFAULT_WORKER_SERIAL_CONCURRENCY, 'TD_WORKER_SERIAL_CONCURRENCY'),
+    sessionTtlMs:
+      options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
+    redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
   };
 }

@@ -95,5 +95,5 @@ export function redisKeys(prefix: string): RedisKeys {
   };
 }
 
-/** Sliding TTL of session-scoped state (sessions, histories, dedupe maps, rounds), refreshed on write. */
-export const SESSION_TTL_MS = 7 * 24 * 60 * 60_000;
+/** Default sliding TTL of session-scoped state (sessions, histories, dedupe maps, rounds), refreshed on write (TD_SESSION_TTL_MS). */
+export { DEFAULT_SESSION_TTL_MS as SESSION_TTL_MS } from './config.js';

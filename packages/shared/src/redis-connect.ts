@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { ConfigError } from './errors.js';
+import type { RedisConnectionOptions } from './redis-connection.js';
 
 /** A Redis connection: a single node or a cluster (every multi-key operation stays in one hash slot). */
 export type RedisClient = Redis | Cluster;
@@ -7,8 +8,9 @@ export type RedisClient = Redis | Cluster;
 /** Where a deployment's Redis is: one node (REDIS_URL) or a cluster's seed nodes (REDIS_CLUSTER_NODES). */
 export type RedisTarget = { url: string } | { clusterNodes: readonly string[] };
 
-/** Options for a connection, whichever the target (ioredis' own; a cluster passes them to every node). */
-export type ConnectOptions = Pick<RedisOptions, 'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect'>;
+/** Options for a connection, whichever the target (ioredis' own; a cluster passes `tls` and the retries to every node). */
+export type ConnectOptions = Pick<RedisOptions, 'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect'> &
+  RedisConnectionOptions;
 
 /** One seed node of REDIS_CLUSTER_NODES: `host:port`, or a `redis://`/`rediss://` URL with credentials. */
 interface SeedNode {
@@ -67,7 +69,7 @@ interface NodeOptions {
   maxRetriesPerRequest: number | null;
   username?: string;
   password?: string;
-  tls?: Record<string, never>;
+  tls?: RedisConnectionOptions['tls'];
 }
 
 /** The ioredis options every node of a cluster gets: credentials and TLS from the seed URLs. */
@@ -90,7 +92,10 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
   return new Cluster(
     nodes.map((n) => ({ host: n.host, port: n.port })),
     {
-      redisOptions: nodeOptions(nodes, { maxRetriesPerRequest: options.maxRetriesPerRequest ?? null }),
+      redisOptions: {
+        ...nodeOptions(nodes, { maxRetriesPerRequest: options.maxRetriesPerRequest ?? null }),
+        ...(options.tls ? { tls: options.tls } : {}),
+      },
       scaleReads: 'master',
       maxRedirections: 16,
       ...(options.enableOfflineQueue !== undefined ? { enableOfflineQueue: options.enableOfflineQueue } : {}),

@@ -48,4 +48,6 @@ export {
   queuePrefix,
   redisTargetOf,
 } from './redis-connect.js';
+export type { RedisConnectionOptions, RedisConnectionSettings } from './redis-connection.js';
+export { redisConnectionOptions } from './redis-connection.js';
 export { coalesceWrites } from './redis-writes.js';

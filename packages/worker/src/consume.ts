@@ -24,6 +24,7 @@ import {
   queuePrefix,
   RESULTS_STREAM_TTL_MS,
   type RedisClient,
+  type RedisConnectionOptions,
   type RedisKeys,
   type RedisTarget,
   RUNNING_MARK,
@@ -67,6 +68,8 @@ export interface StartWorkerOptions {
   redisUrl: string;
   /** One Redis or a cluster (REDIS_CLUSTER_NODES). */
   target?: RedisTarget;
+  /** TLS and the like for every connection (`redisConnectionOptions`); BullMQ's duplicates inherit it. */
+  connection?: RedisConnectionOptions;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   registry: HandlerRegistry;
@@ -123,7 +126,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
   const target = resolved.target ?? { url: resolved.redisUrl };
-  const redis = connectRedis(target, { maxRetriesPerRequest: null });
+  const redis = connectRedis(target, { ...resolved.connection, maxRetriesPerRequest: null });
   // BullMQ's job moves and our start checks and reports of one burst go out in one socket write.
   coalesceWrites(redis);
   const subscriber = duplicateClient(redis);
@@ -381,6 +384,7 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     metrics: options.metrics,
     mcp: options.mcp,
     target: options.target,
+    connection: options.connection ?? {},
     serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,

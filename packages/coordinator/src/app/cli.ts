@@ -43,6 +43,8 @@ Environment (API.md):
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
   TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
+  TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)
+  TD_REDIS_TLS_CA        PEM file of the CA Redis's certificate is signed by (rediss:// URLs only)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:

@@ -1,9 +1,17 @@
-import { ConfigError, type DispatchConfig, type HandlerConfig, type ToolDefinition } from '@tool-dispatch/shared';
+import {
+  ConfigError,
+  type DispatchConfig,
+  EVENT_REPLAY_MS,
+  type HandlerConfig,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
 import {
   coalesceWrites,
   connectRedis,
   type RedisClient,
+  type RedisConnectionOptions,
   type RedisTarget,
+  redisConnectionOptions,
   redisTargetOf,
 } from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
@@ -72,6 +80,15 @@ function describeTarget(target: RedisTarget): string {
     : `the Redis Cluster of ${target.clusterNodes.map(redactUrl).join(', ')}`;
 }
 
+/** The URL and the options (TLS trusting TD_REDIS_TLS_CA) every Redis connection of this process is made with. */
+function redisTarget(config: DispatchConfig): { target: RedisTarget; connection: RedisConnectionOptions } {
+  const target = requireRedis(config);
+  // TLS for a rediss:// URL, or a cluster whose seeds are rediss:// URLs (TD_REDIS_TLS_CA for either).
+  const tlsOf =
+    'url' in target ? target.url : target.clusterNodes.some((n) => /^rediss:\/\//i.test(n)) ? 'rediss://' : 'redis://';
+  return { target, connection: redisConnectionOptions(tlsOf, { tlsCaFile: config.redisTlsCaFile }) };
+}
+
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
@@ -82,9 +99,9 @@ export async function createDistributedEngine(
     tools?: readonly ToolDefinition[];
   } = {},
 ): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
-  const target = requireRedis(config);
+  const { target, connection } = redisTarget(config);
   const log = options.log ?? (() => {});
-  const redis = connectRedis(target, { maxRetriesPerRequest: 3, lazyConnect: false });
+  const redis = connectRedis(target, { ...connection, maxRetriesPerRequest: 3, lazyConnect: false });
   await refuseClusterNodeAsOne(redis, target);
   // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
   coalesceWrites(redis);
@@ -94,13 +111,15 @@ export async function createDistributedEngine(
     lastError = e.message;
   });
   const prefix = config.prefix;
-  const executor = new QueueExecutor({ target, prefix, onError: onceInARow(log, 'queue') });
+  // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
+  const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
+  const executor = new QueueExecutor({ target, connection, prefix, onError: onceInARow(log, 'queue') });
   await executor.waitUntilReady();
   const engine = new Engine({
     config,
     executor,
-    store: new RedisStore({ redis, prefix, events: {} }),
-    events: new RedisEventBus({ redis, prefix }),
+    store: new RedisStore({ redis, prefix, sessionTtlMs: config.sessionTtlMs, events: { replayMs } }),
+    events: new RedisEventBus({ redis, prefix, replayMs }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     inputs: new RedisInputHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
@@ -178,11 +197,13 @@ export async function distributedCoordinator(options: {
       await options.tracing.shutdown();
     },
   });
-  for (let i = 0; i < options.workers; i++) {
+  const redisFor = options.workers > 0 ? redisTarget(config) : undefined;
+  for (let i = 0; i < options.workers && redisFor; i++) {
     workers.push(
       await startWorker({
         redisUrl: config.redisUrl ?? '',
-        target: requireRedis(config),
+        target: redisFor.target,
+        connection: redisFor.connection,
         prefix: config.prefix,
         registry: registryWith(options.mcp),
         ...(options.mcp ? { mcp: options.mcp } : {}),
@@ -208,8 +229,8 @@ export async function runWorkerProcess(options: {
   mcp?: McpHub | undefined;
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
-  const target = requireRedis(config);
-  const check = connectRedis(target, { maxRetriesPerRequest: 1 });
+  const { target, connection } = redisTarget(config);
+  const check = connectRedis(target, { ...connection, maxRetriesPerRequest: 1 });
   check.on('error', () => {});
   await refuseClusterNodeAsOne(check, target).finally(() => check.disconnect());
   const tracing = initTracing('tool-dispatch-worker');
@@ -219,6 +240,7 @@ export async function runWorkerProcess(options: {
   const worker = await startWorker({
     redisUrl: config.redisUrl ?? '',
     target,
+    connection,
     prefix: config.prefix,
     registry: registryWith(mcp),
     ...(mcp ? { mcp } : {}),
@@ -229,7 +251,7 @@ export async function runWorkerProcess(options: {
     onError: onceInARow(log, 'worker'),
   });
   // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
-  const probe = connectRedis(target, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  const probe = connectRedis(target, { ...connection, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   probe.on('error', () => {});
   const server =
     options.port > 0

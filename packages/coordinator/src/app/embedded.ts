@@ -1,4 +1,4 @@
-import type { Executor, Handler } from '@tool-dispatch/shared';
+import { EVENT_REPLAY_MS, type Executor, type Handler } from '@tool-dispatch/shared';
 import { createBuiltinRegistry, type McpHub, runJob } from '@tool-dispatch/worker';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
@@ -22,8 +22,8 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
   return new Engine({
     ...rest,
     executor: executor ?? embeddedExecutor(options),
-    store: store ?? new MemoryStore(),
-    events: events ?? new MemoryEventBus(),
+    store: store ?? new MemoryStore({ sessionTtlMs: options.config.sessionTtlMs }),
+    events: events ?? new MemoryEventBus(Date.now, Math.min(EVENT_REPLAY_MS, options.config.sessionTtlMs)),
     confirmations: confirmations ?? new MemoryConfirmHub(),
     inputs: inputs ?? new MemoryInputHub(),
   });

@@ -34,4 +34,17 @@ describe('MemoryEventBus', () => {
     await bus.publish('s1', 'round.started', { n: 2 });
     expect(await replayed(bus, '0')).toEqual([2]);
   });
+
+  it('forgets a session whose events all left the replay window, once another session publishes', async () => {
+    const clock = { now: 1_000_000 };
+    const bus = new MemoryEventBus(() => clock.now, 1_000);
+    await bus.publish('gone', 'round.started', { n: 1 });
+    clock.now += 2_000;
+    await bus.publish('other', 'round.started', { n: 2 });
+    const seen: unknown[] = [];
+    const stop = await bus.subscribe('gone', '0', (e) => seen.push(e.data));
+    stop();
+    expect(seen).toEqual([]);
+    expect((bus as unknown as { logs: Map<string, unknown> }).logs.has('gone')).toBe(false);
+  });
 });

@@ -2,19 +2,34 @@ import { EVENT_REPLAY_MS } from '@tool-dispatch/shared';
 import { getOrCreate } from '../support/maps.js';
 import type { DispatchEvent, EventBus, EventName } from './event-bus.js';
 
-/** Embedded-mode event streams: a per-session list trimmed to the replay window, plus live listeners. */
+/**
+ * Embedded-mode event streams: a per-session list trimmed to the replay window, plus live listeners;
+ * a session whose last event left the window is forgotten (as its Redis stream expires).
+ */
 export class MemoryEventBus implements EventBus {
   private readonly logs = new Map<string, DispatchEvent[]>();
   private readonly listeners = new Map<string, Set<(e: DispatchEvent) => void>>();
   private seq = 0;
+  private sweptAt: number;
 
   constructor(
     private readonly now: () => number = Date.now,
     private readonly replayMs = EVENT_REPLAY_MS,
-  ) {}
+  ) {
+    this.sweptAt = now();
+  }
+
+  /** Drops the logs of sessions with nothing left to replay, at most once per replay window (or minute). */
+  private sweep(now: number): void {
+    if (now - this.sweptAt < Math.min(this.replayMs, 60_000)) return;
+    this.sweptAt = now;
+    const cutoff = now - this.replayMs;
+    for (const [session, log] of this.logs) if ((log.at(-1)?.at ?? 0) < cutoff) this.logs.delete(session);
+  }
 
   async publish(session: string, name: EventName, data: Record<string, unknown>): Promise<void> {
     const event: DispatchEvent = { id: String(++this.seq), name, data, at: this.now() };
+    this.sweep(event.at);
     const log = getOrCreate(this.logs, session, () => []);
     log.push(event);
     const cutoff = this.now() - this.replayMs;

@@ -1,3 +1,4 @@
+import { DEFAULT_SESSION_TTL_MS } from '@tool-dispatch/shared';
 import type {
   CachedResult,
   DedupeEntry,
@@ -28,48 +29,106 @@ interface KeptRound extends RoundRecord {
 
 const clone = <T>(v: T): T => structuredClone(v);
 
+/** Everything scoped to one session, dropped together once the session has been idle past the TTL. */
+interface SessionBucket {
+  state?: SessionState;
+  /** Run → dedupe key → entry. */
+  dedupe: Map<string, Map<string, DedupeEntry>>;
+  history: HistoryEntry[];
+  /** `<run>\u0000<round>` → round. */
+  rounds: Map<string, KeptRound>;
+  /** `<run>\u0000<idempotency key>` → round id. */
+  idempotency: Map<string, string>;
+  usedAt: number;
+}
+
+export interface MemoryStoreOptions {
+  now?: () => number;
+  /**
+   * TD_SESSION_TTL_MS: a session not used (read or written) for this long is dropped with its
+   * histories, dedupe maps, rounds and idempotency keys, as Redis expires them (default 7 days).
+   */
+  sessionTtlMs?: number;
+}
+
 /** The embedded-mode Store: plain maps in this process, with the same rules as RedisStore. */
 export class MemoryStore implements Store {
   /** The engine publishes the round's events on its EventBus. */
   readonly appendsEvents = false;
-  private readonly sessions = new Map<string, SessionState>();
-  private readonly dedupe = new Map<string, Map<string, DedupeEntry>>();
+  private readonly buckets = new Map<string, SessionBucket>();
   private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
-  private readonly histories = new Map<string, HistoryEntry[]>();
-  private readonly rounds = new Map<string, KeptRound>();
-  private readonly idempotency = new Map<string, string>();
+  private readonly now: () => number;
+  private readonly ttlMs: number;
+  private sweptAt: number;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(options: MemoryStoreOptions | (() => number) = {}) {
+    const resolved = typeof options === 'function' ? { now: options } : options;
+    this.now = resolved.now ?? Date.now;
+    this.ttlMs = resolved.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
+    if (!Number.isInteger(this.ttlMs) || this.ttlMs < 1)
+      throw new Error(`sessionTtlMs must be a positive integer, got ${this.ttlMs}`);
+    this.sweptAt = this.now();
+  }
+
+  /** The session's bucket when it is live (touching it), else undefined; `create` makes one. */
+  private bucket(session: string, create: true): SessionBucket;
+  private bucket(session: string, create?: false): SessionBucket | undefined;
+  private bucket(session: string, create = false): SessionBucket | undefined {
+    const now = this.now();
+    this.sweep(now);
+    let b = this.buckets.get(session);
+    if (b && now - b.usedAt >= this.ttlMs) {
+      this.buckets.delete(session);
+      b = undefined;
+    }
+    if (!b && create) {
+      b = { dedupe: new Map(), history: [], rounds: new Map(), idempotency: new Map(), usedAt: now };
+      this.buckets.set(session, b);
+    }
+    if (b) b.usedAt = now;
+    return b;
+  }
+
+  /** Drops idle sessions and expired cache entries, at most once per tenth of the TTL (amortised O(1)). */
+  private sweep(now: number): void {
+    if (now - this.sweptAt < Math.min(this.ttlMs / 10, 60_000)) return;
+    this.sweptAt = now;
+    for (const [id, b] of this.buckets) if (now - b.usedAt >= this.ttlMs) this.buckets.delete(id);
+    for (const [k, e] of this.cache) if (e.expiresAt <= now) this.cache.delete(k);
+  }
+
+  /** How many sessions are held (live or not yet swept), for tests of the idle TTL. */
+  get size(): number {
+    return this.buckets.size;
+  }
 
   async getSession(session: string): Promise<SessionState | null> {
-    const s = this.sessions.get(session);
+    const s = this.bucket(session)?.state;
     return s ? clone(s) : null;
   }
 
   async putSession(state: SessionState): Promise<void> {
-    this.sessions.set(state.id, clone(state));
+    this.bucket(state.id, true).state = clone(state);
   }
 
   async markFetched(session: string, names: readonly string[]): Promise<void> {
-    const s = this.sessions.get(session);
+    const s = this.bucket(session)?.state;
     if (!s) return;
     for (const n of names) if (!s.fetched.includes(n)) s.fetched.push(n);
   }
 
   async addAutoApprove(session: string, tool: string): Promise<void> {
-    const s = this.sessions.get(session);
+    const s = this.bucket(session)?.state;
     if (!s || s.autoApprove === 'all') return;
     if (!s.autoApprove.includes(tool)) s.autoApprove.push(tool);
   }
 
   private runDedupe(session: string, run: string): Map<string, DedupeEntry> {
-    const k = `${session}\u0000${run}`;
-    const m = getOrCreate(this.dedupe, k, () => new Map<string, DedupeEntry>());
-    return m;
+    return getOrCreate(this.bucket(session, true).dedupe, run, () => new Map<string, DedupeEntry>());
   }
 
   async findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null> {
-    const e = this.runDedupe(session, run).get(key);
+    const e = this.bucket(session)?.dedupe.get(run)?.get(key);
     return e ? clone(e) : null;
   }
 
@@ -125,25 +184,30 @@ export class MemoryStore implements Store {
   }
 
   async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
-    const h = this.histories.get(session) ?? [];
+    const h = this.bucket(session)?.history ?? [];
     const listed = tool === undefined ? h : h.filter((e) => e.name === tool);
     return clone(last === undefined ? listed : listed.slice(-last));
   }
 
+  private keptRound(session: string, run: string, round: string): KeptRound | undefined {
+    return this.bucket(session)?.rounds.get(`${run}\u0000${round}`);
+  }
+
   async beginRound(input: BeginRoundInput): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
-    const state = this.sessions.get(session);
-    if (!state) return { kind: 'no_session' };
+    const bucket = this.bucket(session);
+    const state = bucket?.state;
+    if (!bucket || !state) return { kind: 'no_session' };
     if (idempotencyKey !== undefined) {
-      const existingId = this.idempotency.get(`${session}\u0000${run}\u0000${idempotencyKey}`);
-      const existing = existingId ? this.rounds.get(`${session}\u0000${run}\u0000${existingId}`) : undefined;
+      const existingId = bucket.idempotency.get(`${run}\u0000${idempotencyKey}`);
+      const existing = existingId ? bucket.rounds.get(`${run}\u0000${existingId}`) : undefined;
       if (existing)
         return { kind: existing.callsHash === callsHash ? 'existing' : 'conflict', record: clone(existing) };
-      this.idempotency.set(`${session}\u0000${run}\u0000${idempotencyKey}`, round);
+      bucket.idempotency.set(`${run}\u0000${idempotencyKey}`, round);
     }
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
     const kept: KeptRound = input.owner ? { ...record, owner: input.owner, calls: clone(input.calls ?? []) } : record;
-    this.rounds.set(`${session}\u0000${run}\u0000${round}`, kept);
+    bucket.rounds.set(`${run}\u0000${round}`, kept);
     const entries = this.runDedupe(session, run);
     const dedupe = new Map<string, DedupeEntry>();
     for (const key of input.dedupeKeys ?? []) {
@@ -154,7 +218,7 @@ export class MemoryStore implements Store {
   }
 
   async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    const r = this.keptRound(session, run, round);
     if (r?.state === 'done' || r?.state === 'failed') return { kind: 'done' };
     if (!r?.calls) return { kind: 'missing' };
     const taken: TakenRound = { kind: 'taken', calls: clone(r.calls), origin: r.origin ?? r.owner ?? '' };
@@ -171,14 +235,14 @@ export class MemoryStore implements Store {
     owner: string,
     planned: StoredPlanned[],
   ): Promise<boolean> {
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    const r = this.keptRound(session, run, round);
     if (r?.state !== 'running' || r.owner !== owner) return false;
     r.planned = clone(planned);
     return true;
   }
 
   async failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    const r = this.keptRound(session, run, round);
     if (r?.state !== 'running' || r.owner !== owner) return false;
     r.state = 'failed';
     r.error = error;
@@ -189,11 +253,11 @@ export class MemoryStore implements Store {
 
   async commitRound(input: CommitRoundInput): Promise<CommittedRound> {
     const { session, tenant, run } = input;
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${input.round}`);
+    const r = this.keptRound(session, run, input.round);
     // DESIGN.md pass 3: commit is idempotent (a round done is committed), and fenced by the owner.
     if (r?.state === 'done' || r?.state === 'failed' || (input.owner && r?.owner && r.owner !== input.owner))
       return { fenced: true };
-    const history = getOrCreate(this.histories, session, () => []);
+    const history = this.bucket(session, true).history;
     for (const item of input.items) {
       history.push(clone(item.entry));
       if (item.dedupe) await this.putDedupe(session, run, item.dedupe);
@@ -210,7 +274,7 @@ export class MemoryStore implements Store {
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
-    const r = this.rounds.get(`${session}\u0000${run}\u0000${round}`);
+    const r = this.keptRound(session, run, round);
     if (!r) return null;
     const { owner: _owner, origin: _origin, calls: _calls, planned: _planned, ...record } = r;
     return clone(record);

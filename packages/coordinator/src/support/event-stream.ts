@@ -13,16 +13,22 @@ const EXPIRE_SLACK_MS = 60_000;
  * and the round scripts that append their own events): the stream key, and as script arguments
  * the MINID of the replay window, the stream's TTL, and whether to push that TTL back. An
  * abandoned session's stream goes once nothing in it can be replayed: its TTL is pushed back to
- * replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one).
+ * replayMs + EXPIRE_SLACK_MS at most every EXPIRE_SLACK_MS (and set on a stream without one);
+ * both shrink to the replay window when it is shorter.
  */
 export class EventStreamWriter {
   /** When this process last pushed back each stream's TTL. */
-  private readonly expiry = new DuePerKey(EXPIRE_SLACK_MS);
+  private readonly expiry: DuePerKey;
+  /** EXPIRE_SLACK_MS, or the replay window when that is shorter (a short TD_SESSION_TTL_MS). */
+  private readonly slackMs: number;
 
   constructor(
     private readonly keys: RedisKeys,
     private readonly replayMs: number = EVENT_REPLAY_MS,
-  ) {}
+  ) {
+    this.slackMs = Math.min(EXPIRE_SLACK_MS, replayMs);
+    this.expiry = new DuePerKey(this.slackMs);
+  }
 
   /** `args` are MINID, TTL ms and "1"/"0" (refresh); call `done` once the script ran. */
   prepare(session: string): { key: string; args: [string, number, string]; done(): void } {
@@ -32,7 +38,7 @@ export class EventStreamWriter {
     const refresh = this.expiry.due(key, now);
     return {
       key,
-      args: [minId, this.replayMs + EXPIRE_SLACK_MS, refresh ? '1' : '0'],
+      args: [minId, this.replayMs + this.slackMs, refresh ? '1' : '0'],
       done: () => {
         if (refresh) this.expiry.done(key, now);
       },

@@ -32,6 +32,7 @@ import {
   QUEUE_NAMES,
   queuePrefix,
   type RedisClient,
+  type RedisConnectionOptions,
   type RedisKeys,
   type RedisTarget,
   RUNNING_MARK,
@@ -55,6 +56,8 @@ export interface QueueExecutorOptions {
   redisUrl?: string;
   /** One Redis or a cluster (REDIS_CLUSTER_NODES); wins over redisUrl. */
   target?: RedisTarget;
+  /** TLS and the like for every connection (`redisConnectionOptions`); duplicates inherit it. */
+  connection?: RedisConnectionOptions;
   /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
   prefix: string;
   /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
@@ -159,7 +162,7 @@ export class QueueExecutor implements Executor {
     const target = options.target ?? (options.redisUrl ? { url: options.redisUrl } : undefined);
     if (!target) throw new Error('a QueueExecutor needs redisUrl or target');
     // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
-    this.redis = connectRedis(target, { maxRetriesPerRequest: null });
+    this.redis = connectRedis(target, { ...options.connection, maxRetriesPerRequest: null });
     this.queuePrefix = queuePrefix(options.prefix, isClusterTarget(target));
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);

@@ -1,0 +1,148 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './net.js';
+
+const run = promisify(execFile);
+
+/** A CA and a server certificate for 127.0.0.1 signed by it, made with `openssl` in a temp dir (never in the repo). */
+export async function makeCertificates(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+  const f = (name: string) => path.join(dir, name);
+  const openssl = (...args: string[]) => run('openssl', args, { cwd: dir });
+  await openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=td-test-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+  );
+  await openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-keyout',
+    f('server.key'),
+    '-out',
+    f('server.csr'),
+  );
+  await run('sh', ['-c', `printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ${f('san.ext')}`]);
+  await openssl(
+    'x509',
+    '-req',
+    '-in',
+    f('server.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '1',
+    '-extfile',
+    f('san.ext'),
+    '-out',
+    f('server.pem'),
+  );
+  return { ca: f('ca.pem'), cert: f('server.pem'), key: f('server.key') };
+}
+
+export interface TlsRedis {
+  /** `rediss://:<password>@127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  password: string;
+  ca: string;
+  stop(): Promise<void>;
+}
+
+/** A `redis-server` that speaks only TLS (`--port 0`) and needs a password, with a fresh self-signed CA. */
+export async function startTlsRedis(): Promise<TlsRedis> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'td-tls-redis-'));
+  const { ca, cert, key } = await makeCertificates(dir);
+  const port = await freePort();
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      '0',
+      '--tls-port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--tls-cert-file',
+      cert,
+      '--tls-key-file',
+      key,
+      '--tls-ca-cert-file',
+      ca,
+      '--tls-auth-clients',
+      'no',
+      '--requirepass',
+      password,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ],
+    { stdio: 'ignore' },
+  );
+  // A TLS port does not answer a plain PING; wait for it with openssl's client instead.
+  await waitForTls(port, ca, password);
+  return {
+    url: `rediss://:${password}@127.0.0.1:${port}`,
+    port,
+    password,
+    ca,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForTls(port: number, ca: string, password: string): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const pem = await readFile(ca, 'utf8');
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = new Redis({
+      host: '127.0.0.1',
+      port,
+      password,
+      tls: { ca: pem },
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    r.on('error', () => {});
+    try {
+      await r.connect();
+      if ((await r.ping()) === 'PONG') return;
+    } catch (e) {
+      if (Date.now() > deadline) throw new Error(`TLS redis-server on ${port} did not answer: ${(e as Error).message}`);
+    } finally {
+      r.disconnect();
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
