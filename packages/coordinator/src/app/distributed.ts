@@ -133,7 +133,12 @@ export async function distributedCoordinator(options: {
       return built.engine;
     },
     metricsText: async () => metrics.metrics(),
-    extraRoutes: (app) => mountQueueDashboard(app, () => Object.values(executor?.queues ?? {})),
+    extraRoutes: (app) =>
+      mountQueueDashboard(app, {
+        queues: () => executor?.queues ?? {},
+        prefix: config.prefix,
+        apiToken: config.apiToken,
+      }),
     tracing: options.tracing,
     onClosed: async () => {
       await Promise.all(workers.map((w) => w.close()));
