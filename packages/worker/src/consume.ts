@@ -101,6 +101,8 @@ const RESULTS_STREAM_MAXLEN = 100_000;
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const resolved = resolveStartWorkerOptions(options);
   const { id, prefix, registry, config, metrics, onError } = resolved;
+  // Every handler's counts show from the first scrape, at 0 (not "No data" on a dashboard).
+  metrics?.knownTools(registry.names());
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
   const redis = new Redis(resolved.redisUrl, { maxRetriesPerRequest: null });

@@ -92,8 +92,11 @@ export async function createDistributedEngine(
   };
 }
 
-/** Queue depth and worker liveness, read from Redis at each scrape of /metrics. */
+/** Queue depth and worker liveness, read from Redis at each scrape of /metrics; workers' tools start at 0. */
 function watchQueues(metrics: CoordinatorMetrics, executor: QueueExecutor): void {
+  metrics.onScrape(async function knowWorkersTools() {
+    metrics.knownTools(await executor.handlerNames());
+  });
   metrics.onScrape(async function readQueueGauges() {
     for (const [name, queue] of Object.entries(executor.queues)) {
       metrics.setQueueJobCounts(
