@@ -133,7 +133,13 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       const queued = parseQueuedJob(bullJob.data);
       const jobId = bullJob.id;
       if (!queued || jobId === undefined) throw new UnrecoverableError('not a tool-dispatch job payload');
-      return runQueued(queued, jobId, signal ?? new AbortController().signal, needsStartCheck(queue, bullJob, queued));
+      const carrier = { id: jobId, addedAtMs: bullJob.timestamp };
+      return runQueued(
+        queued,
+        carrier,
+        signal ?? new AbortController().signal,
+        needsStartCheck(queue, bullJob, queued),
+      );
     };
     const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
@@ -162,10 +168,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
    */
   async function runQueued(
     queued: QueuedJob,
-    jobId: string,
+    carrier: Carrier,
     signal: AbortSignal,
     checkStart: boolean,
   ): Promise<Record<string, ExecOutcome>> {
+    const jobId = carrier.id;
     const calls = queued.calls.map((job) => ({
       job,
       callId: jobIdFor(job.round, job.callIndex),
@@ -202,7 +209,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           const outcome: ExecOutcome =
             start === StartCallsStatus.Cancelled
               ? failedOutcome('run_cancelled', 'the call was cancelled before it started', 0, { ranOn: id })
-              : await runCall(c.job, jobId, c.stop);
+              : await runCall(c.job, carrier, c.stop);
           outcomes[c.callId] = outcome;
           await report(c, outcome);
         }),
@@ -216,12 +223,14 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     }
   }
 
-  async function runCall(job: ExecJob, jobId: string, stop: AbortController): Promise<ExecOutcome> {
+  async function runCall(job: ExecJob, carrier: Carrier, stop: AbortController): Promise<ExecOutcome> {
     const signal = stop.signal;
-    const options = globalTracing()
-      ? { spanAttributes: messagingAttributes(job.queue, jobId), controller: stop }
-      : { controller: stop };
+    const spanAttributes = globalTracing() ? messagingAttributes(job.queue, carrier.id) : undefined;
     const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
+    // The call's wait, from its job's enqueue (the coordinator's clock) to now (a slot of this worker free).
+    const options = spanAttributes
+      ? { spanAttributes, controller: stop, queuedAtMs: carrier.addedAtMs }
+      : { controller: stop };
     try {
       const run = () => runJob(registry, job, signal, config, id, options);
       return await (metrics ? metrics.track(job.queue, job.name, run) : run());
@@ -285,6 +294,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       return closing;
     },
   };
+}
+
+/** The BullMQ job carrying calls: its id, and when the coordinator added it. */
+interface Carrier {
+  id: string;
+  addedAtMs: number;
 }
 
 /** Messaging semantic conventions on the execute span: the call came off a BullMQ queue. */
