@@ -2,7 +2,8 @@
 # Sets up a checkout: checks Node, installs dependencies with pnpm (through npx, so no global
 # install is needed), builds every package, and installs the system tools the tests use when
 # they are missing and apt-get is at hand (redis-server for the distributed tests, promtool to
-# lint /metrics). Safe to run again.
+# lint /metrics, chromium for the dashboard's browser test; playwright-core drives it and never
+# downloads a browser). Safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
@@ -18,13 +19,14 @@ $PNPM run build >/dev/null
 need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
+[ -x /usr/bin/chromium ] || need="$need chromium"
 if [ -n "$need" ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "setup: installing$need (apt-get)"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need) >/dev/null 2>&1 \
-      || echo "setup: could not install$need; the distributed and metrics tests need them" >&2
+      || echo "setup: could not install$need; the distributed, metrics and browser tests need them" >&2
   else
-    echo "setup: missing$need (needed by the distributed and metrics tests; install them, or set REDIS_URL)" >&2
+    echo "setup: missing$need (needed by the distributed, metrics and browser tests; install them, or set REDIS_URL)" >&2
   fi
 fi
 echo "setup: done"

@@ -104,6 +104,9 @@ describe('deploy/prometheus/prometheus.yml', () => {
   });
 });
 
+/** `${name}`, Grafana's reference to a dashboard variable or an import input. */
+const grafanaVar = (name: string) => `$${'{'}${name}}`;
+
 describe('deploy/grafana', () => {
   const dashboard = JSON.parse(read('grafana/dashboards/tool-dispatch.json')) as Obj;
   const exprs = list(dashboard.panels).flatMap((p) => list(obj(p).targets).map((t) => String(obj(t).expr)));
@@ -112,15 +115,41 @@ describe('deploy/grafana', () => {
     const sources = list(yamlOf('grafana/provisioning/datasources/datasources.yaml').datasources).map(obj);
     const prometheus = sources.find((s) => s.type === 'prometheus');
     expect(prometheus?.url).toBe('http://prometheus:9090');
-    const uids = new Set(
-      list(dashboard.panels)
-        .map((p) => obj(obj(p).datasource).uid)
-        .filter(Boolean),
-    );
-    expect([...uids]).toEqual([prometheus?.uid]);
+    expect(prometheus?.isDefault).toBe(true);
     const provider = obj(list(yamlOf('grafana/provisioning/dashboards/dashboards.yaml').providers)[0]);
     const grafanaVolumes = list(obj(obj(yamlOf('compose.yaml').services).grafana).volumes).map(String);
     expect(grafanaVolumes).toContain(`./grafana/dashboards:${obj(provider.options).path}:ro`);
+  });
+
+  it('names its data source through __inputs and a datasource variable, never a hard-coded uid', () => {
+    const inputs = list(dashboard.__inputs).map(obj);
+    expect(inputs).toEqual([
+      expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' }),
+    ]);
+    const variable = list(obj(dashboard.templating).list)
+      .map(obj)
+      .find((v) => v.type === 'datasource');
+    expect(variable).toMatchObject({
+      name: 'datasource',
+      query: 'prometheus',
+      current: { value: grafanaVar('DS_PROMETHEUS') },
+    });
+    // Every data source reference, wherever it sits (panels, targets, variables), goes through the variable.
+    const refs: unknown[] = [];
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(collect);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'datasource') refs.push(value);
+          else collect(value);
+        }
+      }
+    };
+    collect({ panels: dashboard.panels, templating: dashboard.templating, annotations: dashboard.annotations });
+    expect(refs.length).toBeGreaterThan(list(dashboard.panels).length);
+    expect(new Set(refs.map((r) => JSON.stringify(r)))).toEqual(
+      new Set([JSON.stringify({ type: 'prometheus', uid: grafanaVar('datasource') })]),
+    );
   });
 
   it('charts every metric the services expose, and no other td_ metric', () => {

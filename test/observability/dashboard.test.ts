@@ -8,7 +8,12 @@ import { putSession, runTool, type Stack, startStack, submitRound } from './stac
 
 const SETUP_TIMEOUT_MS = 60_000;
 const TOKEN = 'td-obs-dashboard-token';
-const QUEUES = Object.values(QUEUE_NAMES).sort();
+/** bull-board lists each queue under the deployment's prefix, as its Redis keys start. */
+const queuesOf = (stack: Stack) =>
+  Object.values(QUEUE_NAMES)
+    .map((name) => `${stack.prefix}:${name}`)
+    .sort();
+const nameOf = (stack: Stack, cls: keyof typeof QUEUE_NAMES) => `${stack.prefix}:${QUEUE_NAMES[cls]}`;
 
 let redis: TestRedis;
 beforeAll(async () => {
@@ -41,6 +46,9 @@ describe('when TD_API_TOKEN is not set', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/html/);
     expect(r.text).toMatch(/<html/i);
+    // Only this origin: bull-board's CDN fonts are stripped, and the CSP says so to the browser.
+    expect(r.text).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
+    expect(r.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
     // The page loads its assets from under /admin/queues, and they are there.
     const assets = assetPaths(r.text);
     expect(assets.length).toBeGreaterThan(0);
@@ -64,12 +72,15 @@ describe('when TD_API_TOKEN is not set', () => {
       const r = await request(url);
       expect(r.status).toBe(200);
       queues = r.json.queues;
-      if (queues.find((q) => q.name === QUEUE_NAMES.concurrent)?.counts.completed === 1) break;
+      if (queues.find((q) => q.name === nameOf(stack, 'concurrent'))?.counts.completed === 1) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(queues.map((q) => q.name).sort()).toEqual(QUEUES);
-    expect(queues.find((q) => q.name === QUEUE_NAMES.concurrent)?.counts).toMatchObject({ completed: 1, failed: 0 });
-    expect(queues.find((q) => q.name === QUEUE_NAMES.serial)?.counts).toMatchObject({ completed: 0, active: 0 });
+    expect(queues.map((q) => q.name).sort()).toEqual(queuesOf(stack));
+    expect(queues.find((q) => q.name === nameOf(stack, 'concurrent'))?.counts).toMatchObject({
+      completed: 1,
+      failed: 0,
+    });
+    expect(queues.find((q) => q.name === nameOf(stack, 'serial'))?.counts).toMatchObject({ completed: 0, active: 0 });
   });
 });
 
@@ -115,7 +126,42 @@ describe('when TD_API_TOKEN is set', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const api = await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers: auth });
     expect(api.status).toBe(200);
-    expect(api.json.queues.map((q: { name: string }) => q.name).sort()).toEqual(QUEUES);
+    expect(api.json.queues.map((q: { name: string }) => q.name).sort()).toEqual(queuesOf(stack));
+  });
+
+  it('sends a browser asking for the page to the login form; API clients still get the JSON 401', async () => {
+    const r = await fetch(`${stack.coordinator.url}/admin/queues`, {
+      headers: { accept: 'text/html' },
+      redirect: 'manual',
+    });
+    expect(r.status).toBe(303);
+    expect(r.headers.get('location')).toBe('/admin/queues/login');
+    const api = await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers: { accept: 'text/html' } });
+    expect(api.status).toBe(401);
+  });
+
+  it('gives a session cookie for the right token only, and takes it under /admin/queues only', async () => {
+    const login = (token: string) =>
+      fetch(`${stack.coordinator.url}/admin/queues/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token }).toString(),
+        redirect: 'manual',
+      });
+    const wrong = await login('not-it');
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    const right = await login(TOKEN);
+    expect(right.status).toBe(303);
+    const cookie = (right.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    expect(right.headers.get('set-cookie')).toMatch(/HttpOnly; SameSite=Strict/);
+    const withCookie = { cookie };
+    expect((await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers: withCookie })).status).toBe(
+      200,
+    );
+    expect((await request(`${stack.coordinator.url}/v1/tools`, { headers: withCookie })).status).toBe(401);
+    const forged = { cookie: cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) };
+    expect((await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers: forged })).status).toBe(401);
   });
 
   it('keeps the probes and /metrics open', async () => {

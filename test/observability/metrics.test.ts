@@ -14,6 +14,8 @@ let redis: TestRedis;
 let stack: Stack;
 /** Scrapes taken while the confirmation was pending. */
 let pending: { coordinator: Sample[] };
+/** Scrapes taken before the first call: what a dashboard shows right after a start. */
+let fresh: { coordinator: Sample[]; worker: Sample[] };
 let statuses: string[][];
 
 async function scrape(url: string): Promise<{ text: string; samples: Sample[]; contentType: string }> {
@@ -74,9 +76,16 @@ async function runWorkload(): Promise<void> {
   statuses = [a, b, await c].map((r) => r.results.map((x) => x.status));
 }
 
+/** A table without its zero entries: the series every known tool starts with (checked on their own below). */
+const counted = (table: Record<string, number>) => Object.fromEntries(Object.entries(table).filter(([, n]) => n !== 0));
+
 beforeAll(async () => {
   redis = await startRedis();
   stack = await startStack(redis);
+  fresh = {
+    coordinator: (await scrape(stack.coordinator.url)).samples,
+    worker: (await scrape(stack.workers[0]?.metricsUrl ?? '')).samples,
+  };
   await runWorkload();
 }, SETUP_TIMEOUT_MS);
 afterAll(async () => {
@@ -128,7 +137,7 @@ describe('the coordinator’s /metrics', () => {
   });
 
   it('counts every call by tool and status, a tool that exists nowhere under _unknown', () => {
-    expect(tableOf(samples, 'td_calls_total', ['tool', 'status'])).toEqual({
+    expect(counted(tableOf(samples, 'td_calls_total', ['tool', 'status']))).toEqual({
       'find_tools/ok': 1,
       'calculate/ok': 2,
       'calculate/deduped': 1,
@@ -144,7 +153,7 @@ describe('the coordinator’s /metrics', () => {
   });
 
   it('observes the duration of the calls that ran (ok and error), per tool', () => {
-    expect(tableOf(samples, 'td_call_duration_seconds_count', ['tool'])).toEqual({
+    expect(counted(tableOf(samples, 'td_call_duration_seconds_count', ['tool']))).toEqual({
       find_tools: 1,
       calculate: 3,
       fetch_page: 1,
@@ -165,7 +174,7 @@ describe('the coordinator’s /metrics', () => {
   });
 
   it('counts refusals by reason (refused, unknown, invalid, denied), not schema answers', () => {
-    expect(tableOf(samples, 'td_refusals_total', ['reason'])).toEqual({
+    expect(counted(tableOf(samples, 'td_refusals_total', ['reason']))).toEqual({
       refused: 1,
       unknown: 1,
       invalid: 1,
@@ -196,6 +205,32 @@ describe('the coordinator’s /metrics', () => {
   });
 });
 
+describe('right after a start, before any call', () => {
+  const statusesOf = ['ok', 'error', 'deduped', 'cached', 'schema', 'refused', 'invalid', 'denied'];
+
+  it('the coordinator shows every built-in tool at 0 for each status, and each refusal reason at 0', () => {
+    const calls = tableOf(fresh.coordinator, 'td_calls_total', ['tool', 'status']);
+    for (const tool of ['find_tools', 'calculate', 'read_files', 'run_command', 'edit_file', 'ask_user'])
+      for (const status of statusesOf) expect(calls[`${tool}/${status}`], `${tool}/${status}`).toBe(0);
+    expect(calls['_unknown/unknown']).toBe(0);
+    expect(Object.values(calls).every((n) => n === 0)).toBe(true);
+    expect(tableOf(fresh.coordinator, 'td_call_duration_seconds_count', ['tool'])).toMatchObject({ calculate: 0 });
+    expect(tableOf(fresh.coordinator, 'td_refusals_total', ['reason'])).toEqual({
+      refused: 0,
+      unknown: 0,
+      invalid: 0,
+      denied: 0,
+    });
+  });
+
+  it('the worker shows every handler it registered at 0, ok and error', () => {
+    const executions = tableOf(fresh.worker, 'td_worker_executions_total', ['tool', 'status']);
+    for (const tool of ['calculate', 'read_files', 'run_command', 'fetch_page'])
+      for (const status of ['ok', 'error']) expect(executions[`${tool}/${status}`], `${tool}/${status}`).toBe(0);
+    expect(Object.values(executions).every((n) => n === 0)).toBe(true);
+  });
+});
+
 describe('the worker’s /metrics', () => {
   let text: string;
   let samples: Sample[];
@@ -210,7 +245,7 @@ describe('the worker’s /metrics', () => {
   });
 
   it('counts the executions it finished by tool and outcome', () => {
-    expect(tableOf(samples, 'td_worker_executions_total', ['tool', 'status'])).toEqual({
+    expect(counted(tableOf(samples, 'td_worker_executions_total', ['tool', 'status']))).toEqual({
       'calculate/ok': 2,
       'calculate/error': 1,
       'fetch_page/ok': 1,

@@ -132,7 +132,8 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
   it('puts every span of a round in one trace: request → round → preflight, execute (on the worker), commit', () => {
     const trace = traceOf(spans, workload.first.round);
     expect(trace.map((s) => s.name).sort()).toEqual(
-      [ROUND_ROUTE, 'round', 'preflight', 'execute calculate', 'commit'].sort(),
+      // find_tools answered in pass 1 (under preflight); the calculate's time on the queue (wait-spans.test.ts).
+      [ROUND_ROUTE, 'round', 'preflight', 'find_tools', 'queue wait', 'execute calculate', 'commit'].sort(),
     );
     const spanById = byId(trace);
     const request = only(trace, ROUND_ROUTE);
@@ -238,7 +239,7 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
   it('shows a dedupe hit from an earlier round on that round’s preflight span', () => {
     const trace = traceOf(spans, workload.second.round);
     expect(trace.map((s) => s.name).sort()).toEqual(
-      [ROUND_ROUTE, 'round', 'preflight', 'execute fetch_page', 'commit'].sort(),
+      [ROUND_ROUTE, 'round', 'preflight', 'queue wait', 'execute fetch_page', 'commit'].sort(),
     );
     const preflight = only(trace, 'preflight');
     expect(preflight.attributes).toMatchObject({ 'td.dedupe.hits': 1, 'td.cache.hits': 0 });

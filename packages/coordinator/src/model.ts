@@ -198,6 +198,18 @@ export interface RoundHooks {
   confirmations?(delta: number): void;
   /** Parked calls this coordinator waits on: one more (+1) or one fewer (-1). */
   inputs?(delta: number): void;
+  /** Wraps the gate's wait for the round's confirmations (the `confirm wait` span); `wait` resolves with one decision each. */
+  confirmWait?<T extends readonly { approve: boolean; by: string }[]>(
+    info: RoundRef & { asked: readonly { callId: string; name: string; confirmationId: string }[] },
+    wait: () => Promise<T>,
+  ): Promise<T>;
+  /** A call of pass 2 that waited before it could start, and why (`admission wait` spans). */
+  waited?(
+    call: PlannedCall,
+    wait: { reason: 'serial_barrier' | 'run_limit' | 'serial_lane'; startMs: number; endMs: number },
+  ): void;
+  /** Wraps pass 1's answer of a find_tools call (the `find_tools` span). */
+  findTools?<T extends { tools: readonly unknown[] }>(call: PlannedCall, answer: () => T): T;
 }
 
 /** Body of `PUT /v1/sessions/{session}` after edge validation. */

@@ -38,6 +38,14 @@ export const TRACER_NAME = 'tool-dispatch';
 export const SPAN_ROUND = 'round';
 export const SPAN_PREFLIGHT = 'preflight';
 export const SPAN_COMMIT = 'commit';
+/** The round's wait for a person's answers to its confirmations (the gate), child of `round`. */
+export const SPAN_CONFIRM_WAIT = 'confirm wait';
+/** A call's wait in pass 2 before it may start (`td.wait.reason`), child of `round`. */
+export const SPAN_ADMISSION_WAIT = 'admission wait';
+/** A call's time on the queue, from its job's enqueue to its start on a worker (distributed mode). */
+export const SPAN_QUEUE_WAIT = 'queue wait';
+/** find_tools, answered by the coordinator from the catalog in pass 1: child of `preflight`. */
+export const SPAN_FIND_TOOLS = 'find_tools';
 /** `execute <tool>`: one per executed call, on the worker (or in-process in embedded mode). */
 export function executeSpanName(tool: string): string {
   return `execute ${tool}`;
@@ -64,6 +72,22 @@ export const ATTR_QUEUE_CLASS = 'td.queue.class';
 export const ATTR_WORKER = 'td.worker';
 export const ATTR_ATTEMPT = 'td.attempt';
 export const ATTR_IDEMPOTENCY_KEY = 'td.idempotency_key';
+/** Why a call waited (WaitReason), on the wait spans. */
+export const ATTR_WAIT_REASON = 'td.wait.reason';
+/** Confirmations the round asked for, on `confirm wait`. */
+export const ATTR_CONFIRMATIONS = 'td.confirmations';
+/** `approved`, or who denied it (`person`, `timeout`, `cancelled`), on `confirm wait`'s per-call events. */
+export const ATTR_CONFIRM_DECISION = 'td.confirm.decision';
+/** Definitions a find_tools call returned. */
+export const ATTR_FIND_TOOLS_FOUND = 'td.find_tools.found';
+
+/**
+ * Why a call waited: `serial_barrier` (the round's order: a serial call waits for everything
+ * before it, and what follows waits for it), `run_limit` (MAX_CONCURRENT_TOOLS calls of the run
+ * in flight), `serial_lane` (another serial call of the run, of another round, in flight),
+ * `confirm` (a person's approval), `queue` (on the queue until a worker started it).
+ */
+export type WaitReason = 'serial_barrier' | 'run_limit' | 'serial_lane' | 'confirm' | 'queue';
 
 // OpenTelemetry semantic conventions (gen_ai.* and messaging.* are still "development").
 export const ATTR_GEN_AI_TOOL_NAME = 'gen_ai.tool.name';
@@ -299,6 +323,24 @@ export async function withSpan<T>(
       span.end();
     }
   });
+}
+
+/** A span that already happened (a wait measured elsewhere), with its own start and end times (ms since the epoch). */
+export function recordSpan(
+  tracer: Tracer,
+  spec: Omit<SpanSpec, 'links'> & { startTimeMs: number; endTimeMs: number },
+): void {
+  const { name, attributes, kind, parent, startTimeMs, endTimeMs } = spec;
+  const span = tracer.startSpan(
+    name,
+    {
+      startTime: startTimeMs,
+      ...(attributes === undefined ? {} : { attributes }),
+      ...(kind === undefined ? {} : { kind }),
+    },
+    parent ?? context.active(),
+  );
+  span.end(Math.max(startTimeMs, endTimeMs));
 }
 
 /** The process's tracing, once `initTracing` enabled it (workers' execute spans use it), else undefined. */

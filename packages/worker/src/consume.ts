@@ -123,6 +123,8 @@ const RESULTS_STREAM_MAXLEN = 100_000;
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const resolved = resolveStartWorkerOptions(options);
   const { id, prefix, registry, config, metrics, onError, mcp } = resolved;
+  // Every handler's counts show from the first scrape, at 0 (not "No data" on a dashboard).
+  metrics?.knownTools(registry.names());
   const keys = redisKeys(prefix);
   // BullMQ workers block on their connection and need maxRetriesPerRequest: null (retry forever).
   const target = resolved.target ?? { url: resolved.redisUrl };
@@ -155,7 +157,13 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       const queued = parseQueuedJob(bullJob.data);
       const jobId = bullJob.id;
       if (!queued || jobId === undefined) throw new UnrecoverableError('not a tool-dispatch job payload');
-      return runQueued(queued, jobId, signal ?? new AbortController().signal, needsStartCheck(queue, bullJob, queued));
+      const carrier = { id: jobId, addedAtMs: bullJob.timestamp };
+      return runQueued(
+        queued,
+        carrier,
+        signal ?? new AbortController().signal,
+        needsStartCheck(queue, bullJob, queued),
+      );
     };
     const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
@@ -184,10 +192,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
    */
   async function runQueued(
     queued: QueuedJob,
-    jobId: string,
+    carrier: Carrier,
     signal: AbortSignal,
     checkStart: boolean,
   ): Promise<Record<string, ExecOutcome>> {
+    const jobId = carrier.id;
     const calls = queued.calls.map((job) => ({
       job,
       callId: jobIdFor(job.round, job.callIndex),
@@ -224,7 +233,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           const outcome: ExecOutcome =
             start === StartCallsStatus.Cancelled
               ? failedOutcome('run_cancelled', 'the call was cancelled before it started', 0, { ranOn: id })
-              : await runCall(c.job, jobId, c.stop, askerFor(queued.replyTo, c));
+              : await runCall(c.job, carrier, c.stop, askerFor(queued.replyTo, c));
           outcomes[c.callId] = outcome;
           await report(c, outcome);
         }),
@@ -265,15 +274,17 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   async function runCall(
     job: ExecJob,
-    jobId: string,
+    carrier: Carrier,
     stop: AbortController,
     requestInput: InputRequester,
   ): Promise<ExecOutcome> {
     const signal = stop.signal;
-    const options = globalTracing()
-      ? { spanAttributes: messagingAttributes(job.queue, jobId), controller: stop, requestInput }
-      : { controller: stop, requestInput };
+    const spanAttributes = globalTracing() ? messagingAttributes(job.queue, carrier.id) : undefined;
     const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
+    // The call's wait, from its job's enqueue (the coordinator's clock) to now (a slot of this worker free).
+    const options = spanAttributes
+      ? { spanAttributes, controller: stop, queuedAtMs: carrier.addedAtMs, requestInput }
+      : { controller: stop, requestInput };
     try {
       const run = () => runJob(registry, job, signal, config, id, options);
       return await (metrics ? metrics.track(job.queue, job.name, run) : run());
@@ -357,6 +368,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       return closing;
     },
   };
+}
+
+/** The BullMQ job carrying calls: its id, and when the coordinator added it. */
+interface Carrier {
+  id: string;
+  addedAtMs: number;
 }
 
 /** Messaging semantic conventions on the execute span: the call came off a BullMQ queue. */

@@ -20,11 +20,14 @@ import {
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_MESSAGING_MESSAGE_ID,
   ATTR_QUEUE_CLASS,
+  ATTR_WAIT_REASON,
   callAttributes,
   executeSpanName,
   extractContext,
   GEN_AI_OPERATION_EXECUTE_TOOL,
   globalTracing,
+  recordSpan,
+  SPAN_QUEUE_WAIT,
   SpanKind,
   setSpanOutcome,
 } from '@tool-dispatch/shared/tracing';
@@ -45,6 +48,8 @@ export interface RunJobOptions {
   settleGraceMs?: number;
   /** More attributes for the `execute <tool>` span (a queue consumer's messaging.* ones). */
   spanAttributes?: Attributes;
+  /** When the call's job was enqueued: a `queue wait` span covers from then to the start (distributed mode). */
+  queuedAtMs?: number;
   /**
    * The call's own controller, whose signal is `signal`: the deadline aborts it too (with a
    * `TimeoutError`), so no second controller is made per call.
@@ -97,6 +102,16 @@ export async function runJob(
       ...options.spanAttributes,
     },
   };
+  if (options.queuedAtMs !== undefined) {
+    recordSpan(tracing.tracer, {
+      ...spec,
+      name: SPAN_QUEUE_WAIT,
+      kind: SpanKind.INTERNAL,
+      attributes: { ...spec.attributes, [ATTR_WAIT_REASON]: 'queue' },
+      startTimeMs: options.queuedAtMs,
+      endTimeMs: Date.now(),
+    });
+  }
   return tracing.withSpan(spec, async function executeSpan(span) {
     const outcome = await run();
     setSpanOutcome(span, outcome);

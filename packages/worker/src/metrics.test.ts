@@ -47,6 +47,16 @@ describe('WorkerMetrics', () => {
     expect(value(text, 'td_worker_inflight', { queue: 'concurrent' })).toBe(0);
   });
 
+  it('starts the execution counts of the tools it is told of at 0, leaving counts alone', async () => {
+    const m = new WorkerMetrics({ defaultMetrics: false });
+    await m.track('concurrent', 'calculate', async () => ({ status: 'ok' as const }));
+    m.knownTools(['calculate', 'read_files']);
+    const text = await m.metrics();
+    expect(value(text, 'td_worker_executions_total', { tool: 'calculate', status: 'ok' })).toBe(1);
+    expect(value(text, 'td_worker_executions_total', { tool: 'calculate', status: 'error' })).toBe(0);
+    expect(value(text, 'td_worker_executions_total', { tool: 'read_files', status: 'ok' })).toBe(0);
+  });
+
   it('keeps two instances in one process apart', async () => {
     const a = new WorkerMetrics();
     const b = new WorkerMetrics();

@@ -8,6 +8,8 @@ import { registerMcpMetrics } from './mcp/metrics.js';
 /** Distinct tool label values kept; executions of further names are counted under `_other`. */
 export const MAX_TOOL_LABELS = 500;
 export const OTHER_TOOL_LABEL = '_other';
+/** How an execution ends, as td_worker_executions_total's `status`. */
+const EXECUTION_STATUSES = ['ok', 'error'] as const;
 
 /** prom-client's default metrics that `promtool check metrics` rejects (gauges named *_total). */
 const LINT_FAILING_DEFAULTS = [
@@ -55,6 +57,14 @@ export class WorkerMetrics {
     }
     // Both queues show from the first scrape, at 0.
     for (const queue of ['concurrent', 'serial'] satisfies QueueClass[]) this.inflight.labels(queue).set(0);
+  }
+
+  /** Starts each tool's execution counts (ok, error) at 0: startWorker passes its registry's names. */
+  knownTools(names: Iterable<string>): void {
+    for (const name of names) {
+      const tool = this.toolLabel(name);
+      for (const status of EXECUTION_STATUSES) this.executions.labels(tool, status).inc(0);
+    }
   }
 
   /**

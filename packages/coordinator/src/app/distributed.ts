@@ -145,8 +145,11 @@ export async function createDistributedEngine(
   };
 }
 
-/** Queue depth and worker liveness, read from Redis at each scrape of /metrics. */
+/** Queue depth and worker liveness, read from Redis at each scrape of /metrics; workers' tools start at 0. */
 function watchQueues(metrics: CoordinatorMetrics, executor: QueueExecutor): void {
+  metrics.onScrape(async function knowWorkersTools() {
+    metrics.knownTools(await executor.handlerNames());
+  });
   metrics.onScrape(async function readQueueGauges() {
     for (const [name, queue] of Object.entries(executor.queues)) {
       metrics.setQueueJobCounts(
@@ -188,7 +191,12 @@ export async function distributedCoordinator(options: {
       return built.engine;
     },
     metricsText: async () => metrics.metrics(),
-    extraRoutes: (app) => mountQueueDashboard(app, () => Object.values(executor?.queues ?? {})),
+    extraRoutes: (app) =>
+      mountQueueDashboard(app, {
+        queues: () => executor?.queues ?? {},
+        prefix: config.prefix,
+        apiToken: config.apiToken,
+      }),
     tracing: options.tracing,
     onClosed: async () => {
       await Promise.all(workers.map((w) => w.close()));
@@ -197,16 +205,32 @@ export async function distributedCoordinator(options: {
       await options.tracing.shutdown();
     },
   });
-  const redisFor = options.workers > 0 ? redisTarget(config) : undefined;
-  for (let i = 0; i < options.workers && redisFor; i++) {
+  workers.push(...(await startInProcessWorkers(config, options.workers, options.mcp, log)));
+  log(
+    `distributed mode: queues on ${describeTarget(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
+  );
+  return running;
+}
+
+/** `dev`'s workers in this process, sharing one MCP hub (its servers connect once per process). */
+async function startInProcessWorkers(
+  config: DispatchConfig,
+  count: number,
+  mcp: McpHub | undefined,
+  log: (line: string) => void,
+): Promise<RunningWorker[]> {
+  if (count === 0) return [];
+  const { target, connection } = redisTarget(config);
+  const workers: RunningWorker[] = [];
+  for (let i = 0; i < count; i++) {
     workers.push(
       await startWorker({
         redisUrl: config.redisUrl ?? '',
-        target: redisFor.target,
-        connection: redisFor.connection,
+        target,
+        connection,
         prefix: config.prefix,
-        registry: registryWith(options.mcp),
-        ...(options.mcp ? { mcp: options.mcp } : {}),
+        registry: registryWith(mcp),
+        ...(mcp ? { mcp } : {}),
         config: handlerConfigOf(config),
         concurrency: config.workerConcurrency,
         serialConcurrency: config.workerSerialConcurrency,
@@ -214,10 +238,7 @@ export async function distributedCoordinator(options: {
       }),
     );
   }
-  log(
-    `distributed mode: queues on ${describeTarget(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
-  );
-  return running;
+  return workers;
 }
 
 /** `tool-dispatch worker`: consumes both queues, serves /metrics, /healthz and /readyz on `port` (0 = off). */

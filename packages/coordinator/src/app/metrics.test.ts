@@ -148,7 +148,32 @@ describe('CoordinatorMetrics', () => {
     const b = new CoordinatorMetrics();
     a.recordCall({ name: 'calculate', status: 'ok', durationMs: 1 });
     expect(value(await a.metrics(), 'td_calls_total', { tool: 'calculate', status: 'ok' })).toBe(1);
-    expect(value(await b.metrics(), 'td_calls_total', { tool: 'calculate', status: 'ok' })).toBeUndefined();
+    expect(value(await b.metrics(), 'td_calls_total', { tool: 'calculate', status: 'ok' })).toBe(0);
+  });
+
+  it('starts every built-in tool’s series at 0 for each status, so a fresh dashboard shows 0, not "No data"', async () => {
+    const text = await new CoordinatorMetrics({ defaultMetrics: false }).metrics();
+    for (const status of ['ok', 'error', 'deduped', 'cached', 'schema', 'refused', 'invalid', 'denied']) {
+      expect(value(text, 'td_calls_total', { tool: 'read_files', status }), status).toBe(0);
+    }
+    expect(value(text, 'td_calls_total', { tool: 'find_tools', status: 'ok' })).toBe(0);
+    expect(value(text, 'td_calls_total', { tool: UNKNOWN_TOOL_LABEL, status: 'unknown' })).toBe(0);
+    expect(value(text, 'td_call_duration_seconds_count', { tool: 'run_command' })).toBe(0);
+    for (const reason of ['refused', 'unknown', 'invalid', 'denied']) {
+      expect(value(text, 'td_refusals_total', { reason }), reason).toBe(0);
+    }
+  });
+
+  it('starts the tools it is told of later (workers’ handlers) at 0 too, leaving counts alone', async () => {
+    const m = new CoordinatorMetrics({ defaultMetrics: false, tools: [] });
+    m.recordCall({ name: 'api_weather', status: 'ok', durationMs: 1 });
+    m.knownTools(['api_weather', 'script_build']);
+    m.knownTools(['api_weather']); // at every scrape, in distributed mode
+    const text = await m.metrics();
+    expect(value(text, 'td_calls_total', { tool: 'api_weather', status: 'ok' })).toBe(1);
+    expect(value(text, 'td_call_duration_seconds_count', { tool: 'api_weather' })).toBe(1);
+    expect(value(text, 'td_calls_total', { tool: 'script_build', status: 'error' })).toBe(0);
+    expect(value(text, 'td_calls_total', { tool: 'read_files', status: 'ok' })).toBeUndefined();
   });
 
   it('includes process metrics by default, without the ones promtool rejects', async () => {

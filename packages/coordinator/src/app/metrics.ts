@@ -1,4 +1,11 @@
-import type { CallResult, Status } from '@tool-dispatch/shared';
+import {
+  type CallResult,
+  COORDINATOR_DEFINITIONS,
+  INTERACTIVE_DEFINITIONS,
+  SHIPPED_DEFINITIONS,
+  STATUSES,
+  type Status,
+} from '@tool-dispatch/shared';
 import { type McpHub, registerMcpMetrics } from '@tool-dispatch/worker';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -18,9 +25,21 @@ const LINT_FAILING_DEFAULTS = [
   'nodejs_active_resources_total',
 ];
 
+/** The built-ins every deployment has: their series exist from the first scrape. */
+export const BUILTIN_TOOL_NAMES: readonly string[] = [
+  ...SHIPPED_DEFINITIONS,
+  ...COORDINATOR_DEFINITIONS,
+  ...INTERACTIVE_DEFINITIONS,
+].map((d) => d.name);
+
+/** td_refusals_total's reasons for calls (`recordCall` without a finer reason). */
+const REFUSAL_STATUSES = ['refused', 'unknown', 'invalid', 'denied'] as const satisfies readonly Status[];
+
 export interface MetricsOptions {
   /** Also expose process_* and nodejs_* metrics (default true; those promtool rejects are left out). */
   defaultMetrics?: boolean;
+  /** Tools whose call series start at 0 (default the built-ins; more with `knownTools`). */
+  tools?: readonly string[];
 }
 
 /** Keeps label cardinality bounded when the model invents tool names. */
@@ -65,6 +84,8 @@ export class CoordinatorMetrics {
   readonly contentType: string = this.registry.contentType;
   private readonly tools = new ToolLabels();
   private readonly hooks: ScrapeHook[] = [];
+  /** Tools whose td_call_duration_seconds series exist (started at 0, or observed). */
+  private readonly timedTools = new Set<string>();
 
   /** Adds the MCP metrics of the servers this process runs (embedded: td_mcp_servers_up, td_mcp_calls_total). */
   watchMcp(hub: McpHub): void {
@@ -129,6 +150,23 @@ export class CoordinatorMetrics {
 
   constructor(options: MetricsOptions = {}) {
     if (options.defaultMetrics ?? true) addDefaultMetrics(this.registry);
+    this.knownTools(options.tools ?? BUILTIN_TOOL_NAMES);
+    this.calls.labels(UNKNOWN_TOOL_LABEL, 'unknown').inc(0);
+    for (const reason of REFUSAL_STATUSES) this.refusals.labels(reason).inc(0);
+  }
+
+  /**
+   * Starts each tool's series at 0, for every status a call of it can end with (`unknown` is
+   * counted under `_unknown`), so a dashboard shows 0 rather than "No data" before its first call.
+   */
+  knownTools(names: Iterable<string>): void {
+    for (const name of names) {
+      const tool = this.tools.label(name);
+      for (const status of STATUSES) if (status !== 'unknown') this.calls.labels(tool, status).inc(0);
+      // Histogram.zero() would also reset a tool's observations: only for a tool without any.
+      if (!this.timedTools.has(tool)) this.callDuration.zero({ tool });
+      this.timedTools.add(tool);
+    }
   }
 
   /**
@@ -139,7 +177,10 @@ export class CoordinatorMetrics {
   recordCall(result: Pick<CallResult, 'name' | 'status' | 'durationMs'>, reason?: string): void {
     const tool = result.status === 'unknown' ? UNKNOWN_TOOL_LABEL : this.tools.label(result.name);
     this.calls.labels(tool, result.status).inc();
-    if (hasRun(result.status)) this.callDuration.labels(tool).observe(Math.max(0, result.durationMs) / 1000);
+    if (hasRun(result.status)) {
+      this.callDuration.labels(tool).observe(Math.max(0, result.durationMs) / 1000);
+      this.timedTools.add(tool);
+    }
     if (result.status === 'deduped') this.dedupeHits.inc();
     else if (result.status === 'cached') this.cacheHits.inc();
     else if (isRefusal(result.status)) this.refusals.labels(reason ?? result.status).inc();

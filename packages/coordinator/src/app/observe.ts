@@ -1,13 +1,25 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import {
   ATTR_CALL_COUNT,
+  ATTR_CALL_ID,
+  ATTR_CONFIRM_DECISION,
+  ATTR_CONFIRMATIONS,
+  ATTR_FIND_TOOLS_FOUND,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_QUEUE_CLASS,
   ATTR_ROUND,
   ATTR_RUN,
   ATTR_SESSION,
+  ATTR_WAIT_REASON,
   type CallOutcome,
+  callAttributes,
   injectContext,
   recordCallEvents,
+  recordSpan,
+  SPAN_ADMISSION_WAIT,
   SPAN_COMMIT,
+  SPAN_CONFIRM_WAIT,
+  SPAN_FIND_TOOLS,
   SPAN_PREFLIGHT,
   SPAN_ROUND,
   type Tracing,
@@ -46,15 +58,72 @@ function finalOutcomes(results: readonly CallResult[]): CallOutcome[] {
   }));
 }
 
+const idsOf = (i: { session: string; run: string; round: string }) => ({
+  [ATTR_SESSION]: i.session,
+  [ATTR_RUN]: i.run,
+  [ATTR_ROUND]: i.round,
+});
+
+/**
+ * The spans of what a round waited on and what pass 1 answered itself: `confirm wait` (the gate,
+ * one `td.call` event per confirmation with its decision), `admission wait` (a call held back by
+ * the round's order or the run's limits, `td.wait.reason`), `find_tools` (child of `preflight`).
+ */
+function waitHooks(tracing: Tracing): Pick<EngineHooks, 'confirmWait' | 'waited' | 'findTools'> {
+  return {
+    confirmWait: (info, wait) =>
+      tracing.withSpan(
+        {
+          name: SPAN_CONFIRM_WAIT,
+          attributes: { ...idsOf(info), [ATTR_CONFIRMATIONS]: info.asked.length, [ATTR_WAIT_REASON]: 'confirm' },
+        },
+        async function confirmWaitSpan(span) {
+          const decisions = await wait();
+          info.asked.forEach((asked, i) => {
+            const d = decisions[i];
+            span.addEvent('td.call', {
+              [ATTR_CALL_ID]: asked.callId,
+              [ATTR_GEN_AI_TOOL_NAME]: asked.name,
+              [ATTR_CONFIRM_DECISION]: d?.approve ? 'approved' : (d?.by ?? 'unknown'),
+            });
+          });
+          return decisions;
+        },
+      ),
+    waited: (call, wait) =>
+      recordSpan(tracing.tracer, {
+        name: SPAN_ADMISSION_WAIT,
+        startTimeMs: wait.startMs,
+        endTimeMs: wait.endMs,
+        attributes: {
+          ...callAttributes({ callId: call.call.id, name: call.name }),
+          [ATTR_WAIT_REASON]: wait.reason,
+          [ATTR_QUEUE_CLASS]: call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
+        },
+      }),
+    findTools: (call, answer) =>
+      tracing.tracer.startActiveSpan(
+        SPAN_FIND_TOOLS,
+        { attributes: callAttributes({ callId: call.call.id, name: call.name }) },
+        function findToolsSpan(span) {
+          try {
+            const out = answer();
+            span.setAttribute(ATTR_FIND_TOOLS_FOUND, out.tools.length);
+            return out;
+          } finally {
+            span.end();
+          }
+        },
+      ),
+  };
+}
+
 /** Engine hooks that make one trace per round (DESIGN.md) and keep the coordinator's metrics. */
 export function observabilityHooks(tracing: Tracing | undefined, metrics: CoordinatorMetrics | undefined): EngineHooks {
-  const ids = (i: { session: string; run: string; round: string }) => ({
-    [ATTR_SESSION]: i.session,
-    [ATTR_RUN]: i.run,
-    [ATTR_ROUND]: i.round,
-  });
+  const ids = idsOf;
   const hooks: EngineHooks = {};
   if (tracing?.enabled) {
+    Object.assign(hooks, waitHooks(tracing));
     hooks.round = (info, fn) =>
       tracing.withSpan(
         { name: SPAN_ROUND, attributes: { ...ids(info), [ATTR_CALL_COUNT]: info.calls } },

@@ -1,12 +1,24 @@
 import { MAX_BODY_BYTES } from '@tool-dispatch/shared';
 import type { Tracing } from '@tool-dispatch/shared/tracing';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
 import { createBearerCheck } from './auth.js';
 import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
 import { createClientErrorHandler, installRawServerAnswers } from './client-errors.js';
 import { registerConfirmationRoutes } from './confirmation-routes.js';
 import type { RouteContext } from './context.js';
+import {
+  createDashboardSessions,
+  DASHBOARD_PATH,
+  isDashboardPath,
+  LOGIN_PATH,
+  LOGOUT_PATH,
+} from './dashboard-session.js';
 import { HttpError, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerInputRoutes } from './input-routes.js';
@@ -122,6 +134,37 @@ function installErrorAnswers(
   });
 }
 
+/** A browser asking for a dashboard page (not its API or assets): sent to the login form instead of a JSON 401. */
+function wantsLoginPage(request: FastifyRequest, path: string): boolean {
+  if (request.method !== 'GET' || !/\btext\/html\b/.test(request.headers.accept ?? '')) return false;
+  return !path.startsWith(`${DASHBOARD_PATH}/api/`) && !path.startsWith(`${DASHBOARD_PATH}/static/`);
+}
+
+/**
+ * TD_API_TOKEN: every route but the public ones needs `Authorization: Bearer <token>`; under
+ * /admin/queues the dashboard's session cookie (from its login form) counts too.
+ */
+function installTokenCheck(app: FastifyInstance, token: string): void {
+  const isAuthorized = createBearerCheck(token);
+  const sessions = createDashboardSessions(token);
+  app.addHook('onRequest', async function checkBearerToken(request, reply) {
+    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    if (isAuthorized(request.headers.authorization)) return;
+    if (isDashboardPath(request.url)) {
+      const path = request.url.split('?')[0] ?? '';
+      if (path === LOGIN_PATH || path === LOGOUT_PATH) return;
+      if (sessions.isValid(request.headers.cookie)) return;
+      if (wantsLoginPage(request, path)) return reply.redirect(LOGIN_PATH, 303);
+    }
+    // Answered here, not thrown: a plugin's own error handler (bull-board's, under
+    // /admin/queues) would otherwise reshape the 401 and drop WWW-Authenticate.
+    return sendError(
+      reply,
+      new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header'),
+    );
+  });
+}
+
 /** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
 export async function buildServer(options: BuildServerOptions): Promise<FastifyInstance> {
   const onInternalError = options.onInternalError ?? reportToStderr;
@@ -131,20 +174,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const allowedMethods = trackRouteMethods(app);
   installErrorAnswers(app, allowedMethods, onInternalError);
 
-  if (options.apiToken) {
-    const isAuthorized = createBearerCheck(options.apiToken);
-    app.addHook('onRequest', async function checkBearerToken(request, reply) {
-      if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
-      if (!isAuthorized(request.headers.authorization)) {
-        // Answered here, not thrown: a plugin's own error handler (bull-board's, under
-        // /admin/queues) would otherwise reshape the 401 and drop WWW-Authenticate.
-        return sendError(
-          reply,
-          new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header'),
-        );
-      }
-    });
-  }
+  if (options.apiToken) installTokenCheck(app, options.apiToken);
 
   if (options.tracing) installRequestSpans(app, options.tracing);
 

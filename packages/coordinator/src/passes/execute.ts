@@ -13,7 +13,7 @@ import { followerResult } from '../rules/follower-result.js';
 import { jobOf } from '../rules/job-of.js';
 import { parkKindOf } from '../rules/park.js';
 import { planSteps } from '../rules/plan.js';
-import type { RunLimiter } from '../support/run-limiter.js';
+import type { RunLimiter, RunWait } from '../support/run-limiter.js';
 import { askDuringCall, type ParkDeps, parkCall } from './park.js';
 
 export interface ExecuteInput {
@@ -26,6 +26,8 @@ export interface ExecuteInput {
   jobOf(call: PlannedCall): ExecJob;
   /** Called as each call starts and ends (tracing, metrics). */
   observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
+  /** Hears of each wait a call had before it could start (tracing). */
+  waited?: RoundHooks['waited'];
   /** Parks a call someone other than a worker answers (`parkKindOf`), holding its place in the limiter meanwhile. */
   park?: (call: PlannedCall) => Promise<CallResult> | undefined;
   /** Gives a call that may ask a person something while it runs (an MCP tool's elicitation) its asker. */
@@ -45,8 +47,15 @@ const cancelled = (call: PlannedCall): CallResult => {
 export async function executeCalls(input: ExecuteInput): Promise<Map<number, CallResult>> {
   const results = new Map<number, CallResult>();
   const isConcurrent = (c: PlannedCall) => c.spec?.concurrency === 'concurrent';
+  const passStartMs = Date.now();
+  let first = true;
   for (const step of planSteps(input.calls, isConcurrent)) {
     const group = step.kind === 'batch' ? step.calls : [step.call];
+    // DESIGN.md pass 2: each step waited for the ones before it (a serial call runs alone).
+    if (!first)
+      for (const call of group)
+        input.waited?.(call, { reason: 'serial_barrier', startMs: passStartMs, endMs: Date.now() });
+    first = false;
     await Promise.all(
       group.map(async function runOneCall(call) {
         results.set(call.call.index, await runOne(call, input));
@@ -61,7 +70,8 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
   let release: (() => void) | undefined;
   try {
     const place = call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial';
-    release = await input.limiter.acquire(input.runKey, input.signal, place);
+    const onWait = input.waited ? (wait: RunWait) => input.waited?.(call, wait) : undefined;
+    release = await input.limiter.acquire(input.runKey, input.signal, place, onWait);
   } catch {
     return cancelled(call);
   }
@@ -105,7 +115,7 @@ function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
 export interface ExecuteDeps extends ParkDeps {
   executor: Executor;
   limiter: RunLimiter;
-  hooks?: Pick<RoundHooks, 'execute' | 'inputs'> | undefined;
+  hooks?: Pick<RoundHooks, 'execute' | 'inputs' | 'waited'> | undefined;
 }
 
 /**
@@ -134,6 +144,7 @@ export async function executePass(
       return p.spec?.kind === 'mcp' ? { requestInput: askDuringCall(deps, ctx, p) } : undefined;
     },
     ...(deps.hooks?.execute ? { observe: deps.hooks.execute } : {}),
+    ...(deps.hooks?.waited ? { waited: deps.hooks.waited.bind(deps.hooks) } : {}),
   });
   const results: CallResult[] = [];
   for (const p of planned) {

@@ -10,7 +10,7 @@ export interface GateDeps {
   confirmations: ConfirmHub;
   events: EventBus;
   confirmTimeoutMs: number;
-  hooks?: Pick<RoundHooks, 'confirmations'> | undefined;
+  hooks?: Pick<RoundHooks, 'confirmations' | 'confirmWait'> | undefined;
 }
 
 /**
@@ -42,7 +42,9 @@ export async function confirmGate(
     await deps.events.publish(session, 'confirm.requested', data);
   }
   deps.hooks?.confirmations?.(items.length);
-  const decisions = await decided.finally(() => deps.hooks?.confirmations?.(-items.length));
+  const settled = () => decided.finally(() => deps.hooks?.confirmations?.(-items.length));
+  const confirmWait = deps.hooks?.confirmWait;
+  const decisions = await (confirmWait ? confirmWait({ ...ctx.ref, asked: items }, settled) : settled());
   asking.forEach((p, i) => {
     const d = decisions[i];
     if (!d || d.approve) return;

@@ -1,5 +1,13 @@
 import type { Executor } from '@tool-dispatch/shared';
-import type { DedupeEntry, KnownKey, NormalCall, PlannedCall, RoundContext, SessionState } from '../model.js';
+import type {
+  DedupeEntry,
+  KnownKey,
+  NormalCall,
+  PlannedCall,
+  RoundContext,
+  RoundHooks,
+  SessionState,
+} from '../model.js';
 import { type Catalog, sessionSpecs } from '../rules/catalog.js';
 import { answerHistoryCall, HISTORY_SCAN_LIMIT, isHistoryTool } from '../rules/history-query.js';
 import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
@@ -11,6 +19,7 @@ export interface PreflightDeps {
   store: Store;
   catalog: Catalog;
   executor: Executor;
+  hooks?: Pick<RoundHooks, 'findTools'> | undefined;
 }
 
 /** What a new round read before pass 1: its calls normalised, and the dedupe entries read with its begin. */
@@ -60,6 +69,7 @@ export async function preflightPass(
         ? read.dedupe
         : deps.store.findDedupeMany(state.id, ctx.ref.run, keys),
     findCached: (keys) => deps.store.findCachedMany(state.tenant, keys),
+    ...(deps.hooks?.findTools ? { observeFindTools: deps.hooks.findTools.bind(deps.hooks) } : {}),
   });
   const added = [...fetched].filter((n) => !before.has(n));
   await Promise.all([

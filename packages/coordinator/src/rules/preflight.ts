@@ -14,6 +14,7 @@ import type {
   KnownKey,
   NormalCall,
   PlannedCall,
+  RoundHooks,
 } from '../model.js';
 import { isCacheable, needsConfirmation } from './cache.js';
 import { definitionOf } from './catalog.js';
@@ -42,6 +43,8 @@ export interface PreflightInput {
   findDedupe(keys: readonly string[]): Promise<ReadonlyMap<string, DedupeEntry>>;
   /** The tenant's live cached results under these keys (one read for the round). */
   findCached(keys: readonly string[]): Promise<ReadonlyMap<string, CachedResult>>;
+  /** Wraps the answer of a find_tools call (tracing). */
+  observeFindTools?: RoundHooks['findTools'];
 }
 
 /**
@@ -284,12 +287,13 @@ const cacheStep: KnownStep = (planned, _spec, _input, round) => {
 };
 
 /** find_tools is answered here, so later calls of the round see the schemas it fetches. */
-const findToolsStep: KnownStep = ({ name, args }, _spec, input) => {
-  if (name !== 'find_tools') return undefined;
+const findToolsStep: KnownStep = (planned, _spec, input) => {
+  if (planned.name !== 'find_tools') return undefined;
   const visible = [...input.specs.values()].filter(
     (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name) || parkKindOf(s) !== undefined,
   );
-  const output = findTools(visible, args);
+  const answer = () => findTools(visible, planned.args);
+  const output = input.observeFindTools ? input.observeFindTools(planned, answer) : answer();
   for (const t of output.tools) input.fetched.add(t.name);
   return { kind: 'run', needsConfirm: false, output };
 };

@@ -63,6 +63,11 @@ export class Semaphore {
     signal.removeEventListener('abort', watched.onAbort);
   }
 
+  /** True when `acquire` would grant a place at once. */
+  get isFree(): boolean {
+    return this.active < this.limit;
+  }
+
   /** Holders plus waiters. */
   get load(): number {
     return this.active + this.queue.length;
@@ -87,6 +92,9 @@ export class Semaphore {
 /** What a call of a run asks for: a place of the run's limit, and for a serial call its serial lane too. */
 export type RunPlace = 'concurrent' | 'serial';
 
+/** A wait for a place: behind another serial call of the run (`serial_lane`), or the run's limit (`run_limit`). */
+export type RunWait = { reason: 'serial_lane' | 'run_limit'; startMs: number; endMs: number };
+
 interface RunSlots {
   /** MAX_CONCURRENT_TOOLS places, for every call of the run. */
   calls: Semaphore;
@@ -103,7 +111,13 @@ export class RunLimiter {
 
   constructor(private readonly limit: number) {}
 
-  async acquire(runKey: string, signal?: AbortSignal, place: RunPlace = 'concurrent'): Promise<() => void> {
+  /** The run's places for one call; `onWait` hears of each wait the call had for one (tracing). */
+  async acquire(
+    runKey: string,
+    signal?: AbortSignal,
+    place: RunPlace = 'concurrent',
+    onWait?: (wait: RunWait) => void,
+  ): Promise<() => void> {
     const run = getOrCreate(this.runs, runKey, () => ({ calls: new Semaphore(this.limit), serial: new Semaphore(1) }));
     const held: (() => void)[] = [];
     const release = () => {
@@ -112,12 +126,26 @@ export class RunLimiter {
     };
     try {
       // The serial lane first: a serial call waiting for another's end holds none of the run's places.
-      if (place === 'serial') held.push(await run.serial.acquire(signal));
-      held.push(await run.calls.acquire(signal));
+      if (place === 'serial') held.push(await waitFor(run.serial, 'serial_lane', signal, onWait));
+      held.push(await waitFor(run.calls, 'run_limit', signal, onWait));
       return release;
     } catch (e) {
       release();
       throw e;
     }
   }
+}
+
+/** A place of `semaphore`, telling `onWait` when it was not free at once. */
+async function waitFor(
+  semaphore: Semaphore,
+  reason: RunWait['reason'],
+  signal: AbortSignal | undefined,
+  onWait: ((wait: RunWait) => void) | undefined,
+): Promise<() => void> {
+  if (!onWait || semaphore.isFree) return semaphore.acquire(signal);
+  const startMs = Date.now();
+  const release = await semaphore.acquire(signal);
+  onWait({ reason, startMs, endMs: Date.now() });
+  return release;
 }
