@@ -13,7 +13,7 @@ export const MCP_SERVER_NAME = /^[A-Za-z0-9_-]{1,32}$/;
  * the first 8 hex digits of the SHA-256 of the whole name after that substitution.
  */
 export function mcpToolName(server: string, tool: string): string {
-  const full = `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  const full = `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/gu, '_')}`;
   if (full.length <= MAX_TOOL_NAME) return full;
   const hash = createHash('sha256').update(full).digest('hex').slice(0, 8);
   return `${full.slice(0, KEPT_PREFIX)}_${hash}`;

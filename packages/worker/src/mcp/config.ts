@@ -79,7 +79,9 @@ export function parseMcpConfig(text: string, source: string): McpConfig {
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${where} is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+    // V8 quotes the text around the fault, newlines and all: one line, as the CLI prints it.
+    const why = (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ');
+    throw new ConfigError(`${where} is not valid JSON: ${why}`);
   }
   if (!isObject(doc) || !isObject(doc.mcpServers))
     throw new ConfigError(`${where} must be a JSON object with an "mcpServers" object`);
@@ -93,7 +95,7 @@ export function parseMcpConfig(text: string, source: string): McpConfig {
       );
     if (!isObject(entry)) throw new ConfigError(`${at} must be an object`);
     for (const key of Object.keys(entry))
-      if (!KNOWN_KEYS.has(key)) warnings.push(`${at}: ignored unknown key "${key}"`);
+      if (!KNOWN_KEYS.has(key)) warnings.push(`${at}: ignored unknown key ${JSON.stringify(key)}`);
     if (entry.disabled === true) continue;
     servers.push(serverOf(name, entry, at));
   }

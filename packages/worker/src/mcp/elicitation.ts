@@ -9,8 +9,8 @@ export interface ElicitAnswer {
 /** The parked input's `args` for a server's `elicitation/create` params (API.md: its `message` and `requestedSchema`). */
 export function elicitationArgs(params: unknown): Record<string, unknown> {
   const p = (typeof params === 'object' && params !== null ? params : {}) as Record<string, unknown>;
-  const { _meta: _ignored, ...rest } = p;
-  return { message: typeof p.message === 'string' ? p.message : '', ...rest };
+  const { _meta: _ignored, message, ...rest } = p;
+  return { message: typeof message === 'string' ? message : '', ...rest };
 }
 
 /**
