@@ -64,8 +64,7 @@ async function compileAndRun(dir: string, modes: readonly Mode[]): Promise<unkno
   await run(process.execPath, [tsc, '-b', ...projects]).catch((e: { stdout?: string }) => {
     throw new Error(`tsc failed:\n${e.stdout ?? String(e)}`);
   });
-  const env = { ...process.env, TD_URL: h.base };
-  const outputs = modes.map((mode) => run(process.execPath, [path.join(dir, `out-${mode}`, 'consumer.js')], { env }));
+  const outputs = modes.map((mode) => run(process.execPath, [path.join(dir, `out-${mode}`, 'consumer.js'), h.base]));
   return (await Promise.all(outputs)).map(({ stdout }) => JSON.parse(stdout));
 }
 

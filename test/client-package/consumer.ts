@@ -1,9 +1,10 @@
 // A program outside the repo using the packed @tool-dispatch/client, compiled under --strict with
-// each moduleResolution (client-package.test.ts writes the tsconfigs) and run against TD_URL.
+// each moduleResolution (client-package.test.ts writes the tsconfigs), run against the coordinator
+// named on its command line.
 import { type CallResult, type RoundItem, TdApiError, TdClient } from '@tool-dispatch/client';
 
-const baseUrl = process.env.TD_URL;
-if (!baseUrl) throw new Error('TD_URL is not set');
+const baseUrl = process.argv[2];
+if (!baseUrl) throw new Error('usage: consumer.js <coordinator URL>');
 const client = new TdClient({ baseUrl });
 
 /** Never called: proves the client's types were found (an `any` would accept all three). */
