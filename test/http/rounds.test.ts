@@ -121,6 +121,41 @@ describe('POST /v1/sessions/{session}/runs/{run}/rounds', () => {
       ]);
     });
 
+    it('takes a whole Anthropic content array: text and thinking blocks end invalid, saying so, and get no tool_result', async () => {
+      const s = await calcSession('anthropic');
+      const toolUse = uid('toolu');
+      const calls = [
+        { type: 'thinking', thinking: 'The user wants 3*3.', signature: 'sig' },
+        { type: 'text', text: 'Let me compute that.', citations: null },
+        { type: 'tool_use', id: toolUse, name: 'run_tool', input: { name: 'calculate', args: { expression: '3*3' } } },
+      ];
+      const b = await round(h, s, uid('run'), calls, '?format=anthropic');
+      expect(b.results.map((r: { id: string; status: string }) => `${r.id}:${r.status}`)).toEqual([
+        'call-0:invalid',
+        'call-1:invalid',
+        `${toolUse}:ok`,
+      ]);
+      expect(b.results[1].error.message).toBe(
+        'This is a text block (type "text"), not a function call: nothing was run.',
+      );
+      expect(b.content.map((c: { tool_use_id: string }) => c.tool_use_id)).toEqual([toolUse]);
+    });
+
+    it('answers an OpenAI custom tool call invalid, naming the tool, with a tool message for it', async () => {
+      const s = await calcSession();
+      const id = uid('call');
+      const b = await round(
+        h,
+        s,
+        uid('run'),
+        [{ id, type: 'custom', custom: { name: 'calculate', input: '3*3' } }],
+        '?format=openai',
+      );
+      expect(b.results[0]).toMatchObject({ id, name: 'calculate', status: 'invalid', error: { code: 'invalid' } });
+      expect(b.results[0].error.message).toMatch(/^"calculate" was called as an OpenAI custom tool call/);
+      expect(b.messages).toEqual([{ role: 'tool', tool_call_id: id, content: b.results[0].error.message }]);
+    });
+
     it('answers bad args with an invalid result for that call, not a 400 for the round', async () => {
       const s = await calcSession();
       const b = await round(h, s, uid('run'), [

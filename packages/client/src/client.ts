@@ -4,7 +4,6 @@ import { type RawSseEvent, SseParser } from './sse-parser.js';
 import type {
   AnthropicRoundResponse,
   AnthropicTool,
-  Call,
   CatalogEntry,
   Confirmation,
   ConfirmationAnswer,
@@ -17,6 +16,7 @@ import type {
   OpenAiRoundResponse,
   OpenAiTool,
   ParkedInput,
+  RoundItem,
   RoundResponse,
   Session,
   SessionInput,
@@ -153,31 +153,31 @@ export class TdClient {
   submitRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options?: SubmitRoundOptions & { format?: 'neutral' },
   ): Promise<RoundResponse>;
   submitRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options: SubmitRoundOptions & { format: 'openai' },
   ): Promise<OpenAiRoundResponse>;
   submitRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options: SubmitRoundOptions & { format: 'anthropic' },
   ): Promise<AnthropicRoundResponse>;
   submitRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options: SubmitRoundOptions & { format: 'openai-responses' },
   ): Promise<OpenAiResponsesRoundResponse>;
   submitRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options: SubmitRoundOptions = {},
   ): Promise<RoundResponse | OpenAiRoundResponse | OpenAiResponsesRoundResponse | AnthropicRoundResponse> {
     const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
@@ -247,7 +247,7 @@ export class TdClient {
   async runRound(
     session: string,
     run: string,
-    calls: readonly Call[],
+    calls: readonly RoundItem[],
     options: RunRoundOptions,
   ): Promise<RoundResponse> {
     const { onInput, pollIntervalMs, ...submit } = options;
@@ -256,7 +256,7 @@ export class TdClient {
     const answering = answerParkedInputs(this, {
       session,
       run,
-      callIds: new Set(calls.map(callIdOf)),
+      callIds: new Set(calls.flatMap(callIdOf)),
       onInput,
       signal,
       pollIntervalMs: pollIntervalMs ?? DEFAULT_INPUT_POLL_MS,
@@ -392,9 +392,10 @@ export class TdClient {
   }
 }
 
-/** A call's id in any of its shapes (OpenAI Responses: `call_id`; its `id` is the item's own). */
-function callIdOf(call: Call): string {
-  return 'call_id' in call ? call.call_id : call.id;
+/** A call's id in any of its shapes (OpenAI Responses: `call_id`; its `id` is the item's own), where it has one. */
+function callIdOf(item: RoundItem): string[] {
+  const id = 'call_id' in item ? item.call_id : 'id' in item ? item.id : undefined;
+  return typeof id === 'string' ? [id] : [];
 }
 
 function formatQuery(format: WireFormat | undefined): string {

@@ -65,6 +65,29 @@ export interface OpenAiResponsesCall {
 
 export type Call = NativeCall | OpenAiCall | AnthropicCall | OpenAiResponsesCall;
 
+/** OpenAI Chat Completions custom tool call: it ends `invalid` (only function tools run), answered by a tool message. */
+export interface OpenAiCustomCall {
+  id: string;
+  type: 'custom';
+  custom: { name: string; input: string };
+}
+
+/**
+ * Any other item of a model's output, as its SDK types it: a text or thinking block, a reasoning
+ * or message item, a custom or hosted tool call (v1.1). It ends `invalid`, its message saying
+ * what it is; the format views answer only custom tool calls among these.
+ */
+export interface OtherItem {
+  readonly type: string;
+}
+
+/**
+ * What a round takes: calls in any of the four shapes, and whatever else an SDK's array holds
+ * (`ChatCompletionMessageToolCall[]`, Anthropic's `ContentBlock[]`, Responses' `ResponseOutputItem[]`),
+ * so the array goes in as it comes.
+ */
+export type RoundItem = Call | OpenAiCustomCall | OtherItem;
+
 export interface SessionInput {
   provider: 'openai' | 'anthropic' | 'claude-code' | (string & {});
   tenant?: string;
@@ -150,8 +173,15 @@ export interface OpenAiFunctionCallOutput {
   output: string;
 }
 
+/** What the Responses API wants back for one `custom_tool_call` item: always its `invalid` message. */
+export interface OpenAiCustomToolCallOutput {
+  type: 'custom_tool_call_output';
+  call_id: string;
+  output: string;
+}
+
 export interface OpenAiResponsesRoundResponse extends RoundResponse {
-  items: OpenAiFunctionCallOutput[];
+  items: Array<OpenAiFunctionCallOutput | OpenAiCustomToolCallOutput>;
 }
 
 export interface AnthropicRoundResponse extends RoundResponse {

@@ -12,6 +12,18 @@ export interface NormalCall {
   /** The args as an object, or undefined when they could not be read (see argsProblem). */
   args: Record<string, unknown> | undefined;
   argsProblem?: string;
+  /** Set when the item is not a function call at all (a text block, a custom tool call...): it ends `invalid`. */
+  other?: OtherItem;
+}
+
+/** An item of a model's output that is not a function call, as `otherItemOf` read it. */
+export interface OtherItem {
+  /** Its `type`, as sent (cut to 64 characters). */
+  type: string;
+  /** What it is, for the message: "a text block". */
+  what: string;
+  /** Its API wants an answer from the client as for a function call (custom tool calls); else none is sent. */
+  answered: boolean;
 }
 
 /** What pass 1 decided for one call. */

@@ -46,6 +46,7 @@ export type FailureKind =
   | 'no_definition'
   | 'no_handler'
   | 'bad_args'
+  | 'not_a_function_call'
   | 'denied_by_user'
   | 'confirm_timeout'
   | 'handler_threw'
@@ -60,6 +61,7 @@ export const FAILURES = {
   no_definition: { status: 'unknown', code: 'unknown' },
   no_handler: { status: 'unknown', code: 'unknown' },
   bad_args: { status: 'invalid', code: 'invalid' },
+  not_a_function_call: { status: 'invalid', code: 'invalid' },
   denied_by_user: { status: 'denied', code: 'denied' },
   confirm_timeout: { status: 'denied', code: 'denied' },
   handler_threw: { status: 'error', code: 'handler_error' },

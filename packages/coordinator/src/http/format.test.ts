@@ -112,6 +112,37 @@ describe('round views', () => {
     expect(first).toEqual({ type: 'tool_result', tool_use_id: 'c1', content: '{"value":5}', is_error: false });
   });
 
+  describe('when the round holds items that are not function calls', () => {
+    const invalid = (id: string): CallResult => ({
+      id,
+      name: '',
+      status: 'invalid',
+      error: { code: 'invalid', message: `${id} is not a function call` },
+      durationMs: 0,
+    });
+    const calls = [
+      { type: 'text', text: 'Let me look.' },
+      { id: 'c1', type: 'function', function: { name: 'calculate', arguments: '{}' } },
+      { type: 'reasoning', id: 'rs_1', summary: [] },
+      { type: 'custom_tool_call', call_id: 'cc1', name: 'grep', input: 'x' },
+    ];
+    const response = { round: 'rnd_2', results: [invalid('call-0'), ok, invalid('rs_1'), invalid('cc1')] };
+
+    it('answers no text block or reasoning item in a view, but keeps their results', () => {
+      const anthropic = formatRound(response, 'anthropic', calls);
+      expect(anthropic.results).toHaveLength(4);
+      expect(anthropic.content?.map((b) => b.tool_use_id)).toEqual(['c1', 'cc1']);
+      expect(formatRound(response, 'openai', calls).messages?.map((m) => m.tool_call_id)).toEqual(['c1', 'cc1']);
+    });
+
+    it('answers a Responses custom tool call with a custom_tool_call_output item', () => {
+      expect(formatRound(response, 'openai-responses', calls).items).toEqual([
+        { type: 'function_call_output', call_id: 'c1', output: '{"value":5}' },
+        { type: 'custom_tool_call_output', call_id: 'cc1', output: 'cc1 is not a function call' },
+      ]);
+    });
+  });
+
   it('adds messages for openai and content for anthropic beside the neutral results', () => {
     const response = { round: 'rnd_1', results };
     expect(formatRound(response, 'neutral')).toEqual(response);

@@ -1,5 +1,6 @@
 import { assertNever, type CallResult, isSuccess, type NeutralTool } from '@tool-dispatch/shared';
 import type { RoundResponse } from '../model.js';
+import { otherItemOf } from '../rules/normalize-call.js';
 
 /** How a client wants tools and results shaped (`?format=`); neutral is API.md's own shape. */
 export type WireFormat = 'neutral' | 'openai' | 'openai-responses' | 'anthropic';
@@ -32,6 +33,13 @@ export interface OpenAiFunctionCallOutput {
   output: string;
 }
 
+/** What OpenAI's Responses API wants back for one `custom_tool_call` item. */
+export interface OpenAiCustomToolCallOutput {
+  type: 'custom_tool_call_output';
+  call_id: string;
+  output: string;
+}
+
 /** What OpenAI's Chat Completions wants back for one tool call. */
 export interface OpenAiToolMessage {
   role: 'tool';
@@ -51,7 +59,7 @@ export type FormattedTool = NeutralTool | OpenAiTool | OpenAiResponsesTool | Ant
 
 export type FormattedRound = RoundResponse & {
   messages?: OpenAiToolMessage[];
-  items?: OpenAiFunctionCallOutput[];
+  items?: Array<OpenAiFunctionCallOutput | OpenAiCustomToolCallOutput>;
   content?: AnthropicToolResult[];
 };
 
@@ -97,16 +105,39 @@ export function isErrorForModel(result: CallResult): boolean {
   return !isSuccess(result.status);
 }
 
-export function toOpenAiMessages(results: readonly CallResult[]): OpenAiToolMessage[] {
-  return results.map((r) => ({ role: 'tool', tool_call_id: r.id, content: resultContent(r) }));
+/**
+ * The results a format view answers, with their calls: every one but those of items whose API
+ * wants no answer from the client (a text block, a reasoning item: `otherItemOf`). Their results
+ * stay in `results`.
+ */
+function answered(results: readonly CallResult[], calls: readonly unknown[]): Array<[CallResult, unknown]> {
+  return results.flatMap((r, i): Array<[CallResult, unknown]> => {
+    const call = calls[i];
+    return otherItemOf(call)?.answered === false ? [] : [[r, call]];
+  });
 }
 
-export function toOpenAiResponsesItems(results: readonly CallResult[]): OpenAiFunctionCallOutput[] {
-  return results.map((r) => ({ type: 'function_call_output', call_id: r.id, output: resultContent(r) }));
+export function toOpenAiMessages(results: readonly CallResult[], calls: readonly unknown[] = []): OpenAiToolMessage[] {
+  return answered(results, calls).map(([r]) => ({ role: 'tool', tool_call_id: r.id, content: resultContent(r) }));
 }
 
-export function toAnthropicContent(results: readonly CallResult[]): AnthropicToolResult[] {
-  return results.map((r) => ({
+/** function_call_output items, and custom_tool_call_output for custom tool calls (answered `invalid`). */
+export function toOpenAiResponsesItems(
+  results: readonly CallResult[],
+  calls: readonly unknown[] = [],
+): Array<OpenAiFunctionCallOutput | OpenAiCustomToolCallOutput> {
+  return answered(results, calls).map(([r, call]) => ({
+    type: otherItemOf(call)?.type === 'custom_tool_call' ? 'custom_tool_call_output' : 'function_call_output',
+    call_id: r.id,
+    output: resultContent(r),
+  }));
+}
+
+export function toAnthropicContent(
+  results: readonly CallResult[],
+  calls: readonly unknown[] = [],
+): AnthropicToolResult[] {
+  return answered(results, calls).map(([r]) => ({
     type: 'tool_result',
     tool_use_id: r.id,
     content: resultContent(r),
@@ -114,15 +145,19 @@ export function toAnthropicContent(results: readonly CallResult[]): AnthropicToo
   }));
 }
 
-/** A round's answer with the format's view added beside the neutral results. */
-export function formatRound(response: RoundResponse, format: WireFormat): FormattedRound {
+/** A round's answer with the format's view added beside the neutral results (`calls`: the round's, as sent). */
+export function formatRound(
+  response: RoundResponse,
+  format: WireFormat,
+  calls: readonly unknown[] = [],
+): FormattedRound {
   switch (format) {
     case 'openai':
-      return { ...response, messages: toOpenAiMessages(response.results) };
+      return { ...response, messages: toOpenAiMessages(response.results, calls) };
     case 'openai-responses':
-      return { ...response, items: toOpenAiResponsesItems(response.results) };
+      return { ...response, items: toOpenAiResponsesItems(response.results, calls) };
     case 'anthropic':
-      return { ...response, content: toAnthropicContent(response.results) };
+      return { ...response, content: toAnthropicContent(response.results, calls) };
     case 'neutral':
       return response;
     default:

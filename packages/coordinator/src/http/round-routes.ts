@@ -20,7 +20,7 @@ export async function registerRoundRoutes(app: FastifyInstance, { dispatcher }: 
       calls,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     });
-    return formatRound(response, format);
+    return formatRound(response, format, calls);
   });
 
   app.delete('/v1/sessions/:session/runs/:run', async function cancelRun(request) {

@@ -75,6 +75,20 @@ describe('round body', () => {
     expect(refusal(() => parseRoundBody({ calls: [{ name: 'x', args: {} }] })).code).toBe('invalid_id');
   });
 
+  it('lets an item that is not a function call come without an id (a text block), but checks one it has', () => {
+    const calls = [
+      { type: 'text', text: 'hi' },
+      { type: 'thinking', thinking: '', signature: 's' },
+    ];
+    expect(parseRoundBody({ calls })).toBe(calls);
+    expect(refusal(() => parseRoundBody({ calls: [{ type: 'reasoning', id: 'bad id' }] })).message).toContain(
+      'calls[0].id',
+    );
+    const custom = { type: 'custom_tool_call', call_id: 'bad id', name: 'x', input: '' };
+    expect(refusal(() => parseRoundBody({ calls: [custom] })).message).toContain('calls[0].call_id');
+    expect(refusal(() => parseRoundBody({ calls: [{ type: 'function', function: {} }] })).code).toBe('invalid_id');
+  });
+
   it('leaves names and args to the engine', () => {
     const calls = [{ id: 'a' }, { id: 'b', name: 5, args: [] }];
     expect(parseRoundBody({ calls })).toBe(calls);

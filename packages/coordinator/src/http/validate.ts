@@ -1,6 +1,7 @@
 import { ID_PATTERN, isValidId, MAX_CALLS_PER_ROUND, schemaProblem, type ToolDefinition } from '@tool-dispatch/shared';
 import type { SessionInput } from '../dispatcher.js';
 import type { InputAnswer } from '../model.js';
+import { otherItemOf } from '../rules/normalize-call.js';
 import { HttpError } from './errors.js';
 import type { WireFormat } from './format.js';
 
@@ -83,8 +84,10 @@ export function parseRoundBody(body: unknown): unknown[] {
   calls.forEach((call, i) => {
     if (!isObject(call)) throw invalid(`calls[${i}] must be an object`);
     // OpenAI Responses: the call's id is call_id; `id` (the item's own, optional) is not checked.
-    if (call.type === 'function_call') requireId(call.call_id, `calls[${i}].call_id`);
-    else requireId(call.id, `calls[${i}].id`);
+    const idKey = call.type === 'function_call' || call.type === 'custom_tool_call' ? 'call_id' : 'id';
+    // An item that is not a function call (a text block has no id) ends `invalid` in pass 1.
+    if (otherItemOf(call) && call[idKey] === undefined) return;
+    requireId(call[idKey], `calls[${i}].${idKey}`);
   });
   return calls;
 }

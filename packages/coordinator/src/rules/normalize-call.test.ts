@@ -1,6 +1,6 @@
 import { MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { argsShapeProblem, normalizeCall, readArgs, restoreCall, storedCallOf } from './normalize-call.js';
+import { argsShapeProblem, normalizeCall, otherItemOf, readArgs, restoreCall, storedCallOf } from './normalize-call.js';
 
 /** Args nested `levels` deep: `{a: {a: ... 1}}`. */
 function nested(levels: number, wrap: (inner: unknown) => unknown = (a) => ({ a })): Record<string, unknown> {
@@ -72,6 +72,56 @@ describe('normalizeCall', () => {
       expect(normalizeCall(raw, 0).id).toBe('call_1');
       const { id: _item, ...withoutItemId } = raw;
       expect(normalizeCall(withoutItemId, 0).id).toBe('call_1');
+    });
+  });
+
+  describe('when the item is not a function call', () => {
+    it('marks an OpenAI Chat custom tool call, keeping its id and the custom tool name', () => {
+      const raw = { id: 'call_c', type: 'custom', custom: { name: 'grep', input: 'TODO' } };
+      expect(normalizeCall(raw, 2)).toEqual({
+        index: 2,
+        id: 'call_c',
+        name: 'grep',
+        args: undefined,
+        other: { type: 'custom', what: 'an OpenAI custom tool call', answered: true },
+      });
+    });
+
+    it('takes the id of an OpenAI Responses custom tool call from call_id', () => {
+      const raw = { type: 'custom_tool_call', id: 'ctc_item', call_id: 'call_9', name: 'grep', input: 'x' };
+      expect(normalizeCall(raw, 0)).toMatchObject({ id: 'call_9', name: 'grep', other: { answered: true } });
+    });
+
+    it('names an Anthropic text block, which has no id, after its place, and wants no answer for it', () => {
+      expect(normalizeCall({ type: 'text', text: 'Let me look.', citations: null }, 1)).toEqual({
+        index: 1,
+        id: 'call-1',
+        name: '',
+        args: undefined,
+        other: { type: 'text', what: 'a text block', answered: false },
+      });
+    });
+
+    it('says what reasoning items, thinking blocks and hosted tool calls are', () => {
+      const whatOf = (raw: unknown) => normalizeCall(raw, 0).other?.what;
+      expect(whatOf({ type: 'reasoning', id: 'rs_1', summary: [] })).toBe('a reasoning item');
+      expect(whatOf({ type: 'thinking', thinking: '...', signature: 'sig' })).toBe('a thinking block');
+      expect(whatOf({ type: 'web_search_call', id: 'ws_1', status: 'completed' })).toMatch(/hosted tool call/);
+      expect(whatOf({ type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] })).toBe(
+        'a server tool result block',
+      );
+      expect(whatOf({ type: 'brand_new_block' })).toBe('an item that is not a function call');
+    });
+
+    it('leaves the three call shapes and the untyped native shape alone', () => {
+      expect(otherItemOf({ id: 'c', name: 'calculate', args: {} })).toBeUndefined();
+      expect(otherItemOf({ id: 'c', type: 'function', function: { name: 'x', arguments: '{}' } })).toBeUndefined();
+      expect(otherItemOf({ id: 'c', type: 'tool_use', name: 'x', input: {} })).toBeUndefined();
+      expect(otherItemOf({ call_id: 'c', type: 'function_call', name: 'x', arguments: '{}' })).toBeUndefined();
+    });
+
+    it('cuts a very long type to 64 characters', () => {
+      expect(otherItemOf({ type: 'x'.repeat(10_000) })?.type).toHaveLength(64);
     });
   });
 

@@ -1,5 +1,5 @@
 import { MAX_ARGS_BYTES, MAX_ARGS_DEPTH } from '@tool-dispatch/shared';
-import type { NormalCall } from '../model.js';
+import type { NormalCall, OtherItem } from '../model.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -71,14 +71,73 @@ function forbiddenKey(v: unknown): string | undefined {
   return undefined;
 }
 
+/** The `type` of each function-call shape (the native shape has none). */
+const FUNCTION_CALL_TYPES: ReadonlySet<string> = new Set(['function', 'tool_use', 'function_call']);
+
+/** What the SDKs' other items are, and whether their API wants an answer from the client for them. */
+const KNOWN_OTHER_ITEMS: Readonly<Record<string, Omit<OtherItem, 'type'>>> = {
+  custom: { what: 'an OpenAI custom tool call', answered: true },
+  custom_tool_call: { what: 'an OpenAI Responses custom tool call', answered: true },
+  text: { what: 'a text block', answered: false },
+  thinking: { what: 'a thinking block', answered: false },
+  redacted_thinking: { what: 'a redacted thinking block', answered: false },
+  server_tool_use: { what: "a server tool use block (the model's provider runs it)", answered: false },
+  reasoning: { what: 'a reasoning item', answered: false },
+  message: { what: 'a message item', answered: false },
+};
+
+/** Longest `type` a message repeats; the rest is cut (the body may be megabytes). */
+const MAX_SHOWN_TYPE = 64;
+
+/**
+ * An item of a model's output that is not a function call (any `type` but the three call
+ * shapes'): a custom or hosted tool call, a text or thinking block, a reasoning item. It ends
+ * `invalid` naming what it is; undefined for a function call.
+ */
+export function otherItemOf(raw: unknown): OtherItem | undefined {
+  if (!isObject(raw) || typeof raw.type !== 'string' || FUNCTION_CALL_TYPES.has(raw.type)) return undefined;
+  const type = raw.type.slice(0, MAX_SHOWN_TYPE);
+  const known = Object.hasOwn(KNOWN_OTHER_ITEMS, raw.type) ? KNOWN_OTHER_ITEMS[raw.type] : undefined;
+  if (known) return { type, ...known };
+  if (raw.type.endsWith('_tool_result')) return { type, what: 'a server tool result block', answered: false };
+  if (raw.type.endsWith('_call'))
+    return { type, what: "a hosted tool call (the model's provider runs it)", answered: false };
+  return { type, what: 'an item that is not a function call', answered: false };
+}
+
+/** The `invalid` message of an item that is not a function call (meant for the model when it is a tool call). */
+export function otherItemMessage(call: NormalCall, item: OtherItem): string {
+  const what = `${item.what} (type "${item.type}")`;
+  if (item.answered)
+    return `"${call.name}" was called as ${what}, not as a function: nothing was run. Only function tools run here; call one with a JSON object of arguments.`;
+  return `This is ${what}, not a function call: nothing was run.`;
+}
+
+/** The id and name of an item that is not a function call, where it has them. */
+function otherItemCall(c: Record<string, unknown>, index: number, item: OtherItem): NormalCall {
+  const ownId = item.type === 'custom_tool_call' ? c.call_id : c.id;
+  const custom = isObject(c.custom) ? c.custom.name : undefined;
+  const name = item.type === 'custom' ? custom : c.name;
+  return {
+    index,
+    id: typeof ownId === 'string' ? ownId : `call-${index}`,
+    name: typeof name === 'string' ? name : '',
+    args: undefined,
+    other: item,
+  };
+}
+
 /**
  * Normalises one call of any of API.md's four shapes: native `{id, name, args}`, OpenAI
  * `{id, type: 'function', function: {name, arguments}}`, Anthropic `{type: 'tool_use', id, name, input}`,
- * OpenAI Responses `{type: 'function_call', call_id, name, arguments, id?}`.
+ * OpenAI Responses `{type: 'function_call', call_id, name, arguments, id?}`. Any other typed item
+ * (`otherItemOf`) keeps its id and name and is marked `other`, for pass 1 to answer `invalid`.
  * The HTTP edge has already checked that `id` is a valid id.
  */
 export function normalizeCall(raw: unknown, index: number): NormalCall {
   const c = isObject(raw) ? raw : {};
+  const other = otherItemOf(c);
+  if (other) return otherItemCall(c, index, other);
   // OpenAI Responses: the call's id is `call_id`; `id` is the item's own and is ignored.
   const ownId = c.type === 'function_call' ? c.call_id : c.id;
   const id = typeof ownId === 'string' ? ownId : `call-${index}`;

@@ -119,6 +119,35 @@ describe('preflight', () => {
     expect(await plan({})).toEqual([]);
   });
 
+  describe('when an item is not a function call', () => {
+    it('answers invalid for a custom tool call, naming it and what it is, and runs nothing', async () => {
+      const [p] = await plan({}, { id: 'call_c', type: 'custom', custom: { name: 'calculate', input: '6*7' } });
+      expect(resultOf(p)).toMatchObject({
+        id: 'call_c',
+        name: 'calculate',
+        status: 'invalid',
+        error: { code: 'invalid' },
+      });
+      expect(resultOf(p).error?.message).toBe(
+        '"calculate" was called as an OpenAI custom tool call (type "custom"), not as a function: nothing was run. Only function tools run here; call one with a JSON object of arguments.',
+      );
+    });
+
+    it('answers invalid for a text block or a reasoning item, saying what it is, beside the calls that run', async () => {
+      const planned = await plan(
+        {},
+        { type: 'text', text: 'Let me compute.' },
+        viaRunTool('c1', 'calculate', { expression: '1' }),
+        { type: 'reasoning', id: 'rs_1', summary: [] },
+      );
+      expect(planned.map(statusOf)).toEqual(['invalid', 'run', 'invalid']);
+      expect(resultOf(planned[0]).error?.message).toBe(
+        'This is a text block (type "text"), not a function call: nothing was run.',
+      );
+      expect(resultOf(planned[2]).error?.message).toMatch(/^This is a reasoning item \(type "reasoning"\)/);
+    });
+  });
+
   describe('step 1: unwrapping run_tool', () => {
     it('turns run_tool({name, args}) into a call of name with args', async () => {
       const [p] = await plan({}, viaRunTool('c1', 'calculate', { expression: '1+2' }));

@@ -21,7 +21,7 @@ import { definitionOf } from './catalog.js';
 import { covers, invalidationsOf, isDedupable, pathsRead } from './dedupe.js';
 import { findTools } from './find-tools.js';
 import { HISTORY_TOOLS } from './history-query.js';
-import { argsShapeProblem, readArgs } from './normalize-call.js';
+import { argsShapeProblem, otherItemMessage, readArgs } from './normalize-call.js';
 import { parkKindOf } from './park.js';
 
 /** Tools the coordinator answers itself (no worker handler): from the catalog, or from the session's recorded history. */
@@ -151,6 +151,7 @@ function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
   let args = call.args;
   let viaRunTool = false;
 
+  if (call.other) return base(name, {}, stop(call, name, 'not_a_function_call', otherItemMessage(call, call.other)));
   if (name === '')
     return base(
       name,
