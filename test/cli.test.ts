@@ -44,4 +44,17 @@ describe('the tool-dispatch command', () => {
     for (const word of ['coordinator', 'worker', 'dev', 'demo', 'REDIS_URL', 'TD_CONFIRM_TIMEOUT_MS', 'Limits:'])
       expect(r.stdout).toContain(word);
   });
+
+  it('exits 2 naming both when REDIS_URL and REDIS_CLUSTER_NODES are set (API.md)', () => {
+    for (const command of ['coordinator', 'worker']) {
+      const r = spawnSync(path.join(ROOT, 'bin/tool-dispatch'), [command], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '127.0.0.1:2' },
+      });
+      expect(r.status, `${command}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(/REDIS_URL or REDIS_CLUSTER_NODES, not both/);
+    }
+  });
 });

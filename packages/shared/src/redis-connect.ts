@@ -109,9 +109,6 @@ export function duplicateClient(redis: RedisClient): RedisClient {
   return redis.isCluster ? (redis as Cluster).duplicate() : (redis as Redis).duplicate();
 }
 
-/** Whether the target is a cluster. */
-export const isClusterTarget = (target: RedisTarget): boolean => 'clusterNodes' in target;
-
 /** The target a config names (REDIS_CLUSTER_NODES wins the type check: only one of the two may be set). */
 export function redisTargetOf(config: {
   redisUrl: string | undefined;
@@ -123,13 +120,4 @@ export function redisTargetOf(config: {
   throw new ConfigError(
     'distributed mode needs REDIS_URL (e.g. redis://127.0.0.1:6379) or REDIS_CLUSTER_NODES (e.g. 127.0.0.1:7000,127.0.0.1:7001)',
   );
-}
-
-/**
- * The prefix of BullMQ's keys for a deployment: on a cluster, within braces (a hash tag), so every
- * key of one queue is in one slot, as BullMQ's Lua scripts need; on one Redis, the prefix as it
- * always was.
- */
-export function queuePrefix(prefix: string, cluster: boolean): string {
-  return cluster ? `{${prefix}}` : prefix;
 }

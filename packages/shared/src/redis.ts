@@ -43,9 +43,7 @@ export type { ConnectOptions, RedisClient, RedisTarget } from './redis-connect.j
 export {
   connectRedis,
   duplicateClient,
-  isClusterTarget,
   parseClusterNodes,
-  queuePrefix,
   redisTargetOf,
 } from './redis-connect.js';
 export type { RedisConnectionOptions, RedisConnectionSettings } from './redis-connection.js';

@@ -11,7 +11,6 @@ import {
   DuePerKey,
   duplicateClient,
   FINISHED_JOB_RETENTION_S,
-  isClusterTarget,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -21,7 +20,6 @@ import {
   parseQueuedJob,
   QUEUE_NAMES,
   type QueuedJob,
-  queuePrefix,
   RESULTS_STREAM_TTL_MS,
   type RedisClient,
   type RedisConnectionOptions,
@@ -167,7 +165,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     };
     const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
       connection: redis,
-      prefix: queuePrefix(prefix, isClusterTarget(target)),
+      // The queue names carry hash tags: each queue's keys are one Redis Cluster slot.
+      prefix,
       name: id,
       // A serial job is one call, so for the serial queue jobs and slots are the same number.
       concurrency: limits[queue],

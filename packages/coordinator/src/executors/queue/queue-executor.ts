@@ -22,7 +22,6 @@ import {
   connectRedis,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
-  isClusterTarget,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -30,7 +29,6 @@ import {
   OUTCOME_TTL_MS,
   parseOutcome,
   QUEUE_NAMES,
-  queuePrefix,
   type RedisClient,
   type RedisConnectionOptions,
   type RedisKeys,
@@ -128,8 +126,6 @@ interface Gathering {
  */
 export class QueueExecutor implements Executor {
   readonly coordinatorId: string;
-  /** BullMQ's key prefix: TD_PREFIX, within braces on a cluster (queuePrefix). */
-  readonly queuePrefix: string;
   /** The BullMQ queues, for dashboards and queue-depth metrics. */
   readonly queues: Readonly<Record<QueueClass, Queue>>;
   private readonly redis: RedisClient;
@@ -163,7 +159,6 @@ export class QueueExecutor implements Executor {
     if (!target) throw new Error('a QueueExecutor needs redisUrl or target');
     // Commands wait through a reconnect instead of failing (a Redis restart is survivable).
     this.redis = connectRedis(target, { ...options.connection, maxRetriesPerRequest: null });
-    this.queuePrefix = queuePrefix(options.prefix, isClusterTarget(target));
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);
     this.redis.on('error', this.onError);
@@ -180,7 +175,7 @@ export class QueueExecutor implements Executor {
     });
     this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000);
     const queue = (cls: QueueClass) => {
-      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: this.queuePrefix });
+      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
       q.on('error', this.onError);
       return q;
     };
