@@ -12,11 +12,36 @@ export class Slots {
     return this.releaser();
   }
 
-  /** Resolves with the release function once a slot is free. */
-  async acquire(): Promise<() => void> {
+  /**
+   * Resolves with the release function once a slot is free. A waiter whose `signal` aborts leaves
+   * the line without taking a slot (the promise rejects with the signal's reason).
+   */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) throw signal.reason;
     if (this.active < this.limit) this.active++;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else await this.wait(signal);
     return this.releaser();
+  }
+
+  /** Callers waiting for a slot. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  private wait(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const grant = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const i = this.waiting.indexOf(grant);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(grant);
+    });
   }
 
   private releaser(): () => void {

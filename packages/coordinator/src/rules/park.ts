@@ -145,19 +145,8 @@ export function askedInputOf(
   ref: RoundRef,
   at: { n: number; args: Record<string, unknown>; now: number; timeoutMs: number },
 ): ParkedInput {
-  return {
-    inputId: elicitationIdOf(ref.round, p.call.index, at.n),
-    kind: 'elicitation',
-    session: ref.session,
-    round: ref.round,
-    run: ref.run,
-    callId: p.call.id,
-    callIndex: p.call.index,
-    name: p.name,
-    args: at.args,
-    createdAt: at.now,
-    deadline: at.now + at.timeoutMs,
-  };
+  const call = parkedInputOf(p, ref, { kind: 'interactive', now: at.now, timeoutMs: at.timeoutMs });
+  return { ...call, inputId: elicitationIdOf(ref.round, p.call.index, at.n), kind: 'elicitation', args: at.args };
 }
 
 /** What the running call hears of its question's settlement: the answer, or why there is none. */
