@@ -72,7 +72,7 @@ it('answers the rounds after a primary restarted with its AOF, each call once an
   );
   expect(restarting).toBeDefined();
   expect(answered).toHaveLength(40);
-  answered.forEach((a, i) => expect(a.values).toEqual([1, 2, 3, 4, 5].map((k) => (i + 1) * k)));
+  for (const [i, a] of answered.entries()) expect(a.values).toEqual([1, 2, 3, 4, 5].map((k) => (i + 1) * k));
   // One round per Idempotency-Key, however many retries: no round recorded twice.
   expect(new Set(answered.map((a) => a.round)).size).toBe(40);
   const history = await api.history(session, 'calculate');
