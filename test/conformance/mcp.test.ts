@@ -69,6 +69,16 @@ async function untilOk(api: Api, s: string, call: () => Call, ms = 30_000): Prom
   throw new Error(`never ok within ${ms} ms; last: ${JSON.stringify(last)}`);
 }
 
+/** The session's parked input of a call, once GET inputs lists it (undefined after 20 s). */
+async function parkedFor(api: Api, s: string, callId: string): Promise<Record<string, unknown> | undefined> {
+  for (const end = Date.now() + 20_000; Date.now() < end; await sleep(50)) {
+    const r = await api.request('GET', `/v1/sessions/${s}/inputs`);
+    const found = (r.json.inputs as Array<Record<string, unknown>>).find((i) => i.callId === callId);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** The stdio children whose command line carries `mark` (the servers a test kills). */
 function pidsWith(mark: string): number[] {
   try {
@@ -363,11 +373,7 @@ describeModes('MCP servers', (mode) => {
     const run = uid('run');
     const call = rt(fake('ask'), { message: 'Your name?' });
     const round = f.api.round(s, run, [call]);
-    let input: Record<string, unknown> | undefined;
-    for (const end = Date.now() + 20_000; !input && Date.now() < end; await sleep(50)) {
-      const r = await f.api.request('GET', `/v1/sessions/${s}/inputs`);
-      input = (r.json.inputs as Array<Record<string, unknown>>).find((i) => i.callId === call.id);
-    }
+    const input = await parkedFor(f.api, s, call.id);
     expect(input).toMatchObject({ kind: 'elicitation', name: fake('ask'), run, callId: call.id });
     expect(((input?.args ?? {}) as Record<string, unknown>).message).toBe('Your name?');
     expect(((input?.args ?? {}) as Record<string, unknown>).requestedSchema).toMatchObject({ type: 'object' });
@@ -383,11 +389,7 @@ describeModes('MCP servers', (mode) => {
     // server-everything's own elicitation tool, declined.
     const call2 = rt(ELICIT, {});
     const round2 = f.api.round(s, run, [call2]);
-    let input2: Record<string, unknown> | undefined;
-    for (const end = Date.now() + 20_000; !input2 && Date.now() < end; await sleep(50)) {
-      const r2 = await f.api.request('GET', `/v1/sessions/${s}/inputs`);
-      input2 = (r2.json.inputs as Array<Record<string, unknown>>).find((i) => i.callId === call2.id);
-    }
+    const input2 = await parkedFor(f.api, s, call2.id);
     expect(input2?.kind).toBe('elicitation');
     await f.api.request('POST', `/v1/sessions/${s}/inputs/${String(input2?.inputId)}`, {
       output: { action: 'decline' },

@@ -49,11 +49,6 @@ function onceInARow(log: (line: string) => void, label: string): (e: Error) => v
   };
 }
 
-/** Where the deployment's Redis is (REDIS_URL, or REDIS_CLUSTER_NODES); a ConfigError when neither is set. */
-function requireRedis(config: DispatchConfig): RedisTarget {
-  return redisTargetOf(config);
-}
-
 /**
  * REDIS_URL naming a node of a Redis Cluster cannot work (every key of another slot answers
  * MOVED): a ConfigError (exit 2) saying to use REDIS_CLUSTER_NODES. Checked when INFO answers
@@ -82,7 +77,7 @@ function describeTarget(target: RedisTarget): string {
 
 /** The URL and the options (TLS trusting TD_REDIS_TLS_CA) every Redis connection of this process is made with. */
 function redisTarget(config: DispatchConfig): { target: RedisTarget; connection: RedisConnectionOptions } {
-  const target = requireRedis(config);
+  const target = redisTargetOf(config);
   // TLS for a rediss:// URL, or a cluster whose seeds are rediss:// URLs (TD_REDIS_TLS_CA for either).
   const tlsOf =
     'url' in target ? target.url : target.clusterNodes.some((n) => /^rediss:\/\//i.test(n)) ? 'rediss://' : 'redis://';
@@ -207,7 +202,7 @@ export async function distributedCoordinator(options: {
   });
   workers.push(...(await startInProcessWorkers(config, options.workers, options.mcp, log)));
   log(
-    `distributed mode: queues on ${describeTarget(requireRedis(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
+    `distributed mode: queues on ${describeTarget(redisTargetOf(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
   );
   return running;
 }

@@ -67,9 +67,9 @@ export class McpHub {
   get(name: string): Handler | undefined {
     const known = this.handlers.get(name);
     if (known) return known;
-    const link = this.links.find((l) => l.toolOf(name) !== undefined);
-    const tool = link?.toolOf(name);
-    if (!link || tool === undefined) return undefined;
+    const found = this.linkOf(name);
+    if (!found) return undefined;
+    const { link, tool } = found;
     const handler: Handler = (args, ctx) => link.call(tool, args, ctx);
     this.handlers.set(name, handler);
     return handler;
@@ -77,9 +77,8 @@ export class McpHub {
 
   /** An MCP tool's execute span names its server and its name there (`mcp.server`, `mcp.tool.name`). */
   spanAttributes(name: string): Record<string, string> | undefined {
-    const link = this.links.find((l) => l.toolOf(name) !== undefined);
-    const tool = link?.toolOf(name);
-    return link && tool !== undefined ? { 'mcp.server': link.name, 'mcp.tool.name': tool } : undefined;
+    const found = this.linkOf(name);
+    return found ? { 'mcp.server': found.link.name, 'mcp.tool.name': found.tool } : undefined;
   }
 
   onChange(listener: () => void): () => void {
@@ -95,6 +94,15 @@ export class McpHub {
 
   async close(): Promise<void> {
     await Promise.all(this.links.map((l) => l.close()));
+  }
+
+  /** The server whose last listing has a catalog name, and the tool's name there. */
+  private linkOf(name: string): { link: McpServerLink; tool: string } | undefined {
+    for (const link of this.links) {
+      const tool = link.toolOf(name);
+      if (tool !== undefined) return { link, tool };
+    }
+    return undefined;
   }
 
   private changed(): void {
