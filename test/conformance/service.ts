@@ -13,6 +13,8 @@ import type { TargetServer } from './target-server.js';
 /** embedded: `dev`; distributed: a coordinator and workers on one Redis; cluster: the same on a 3-primary Redis Cluster. */
 export type Mode = 'embedded' | 'distributed' | 'cluster';
 export const MODES: readonly Mode[] = ['embedded', 'distributed', 'cluster'];
+/** TD_QUEUE_SHARDS in cluster mode (distributed mode keeps the default, 1). */
+export const CLUSTER_QUEUE_SHARDS = 3;
 
 /** Whether the mode runs coordinator and worker processes over Redis (one node, or a cluster). */
 export const overRedis = (mode: Mode): boolean => mode !== 'embedded';
@@ -160,6 +162,8 @@ function serviceEnv(options: ServiceOptions, root: string): Record<string, strin
     if (!options.clusterNodes) throw new Error('cluster mode needs clusterNodes');
     env.REDIS_CLUSTER_NODES = options.clusterNodes;
     env.TD_PREFIX = randomPrefix('tdconf');
+    // The whole suite on sharded queues: each shard on its own primary (DESIGN.md "Beyond one Redis").
+    env.TD_QUEUE_SHARDS = String(CLUSTER_QUEUE_SHARDS);
   }
   for (const [k, v] of Object.entries(options.env ?? {})) {
     if (v === undefined) delete env[k];
@@ -272,6 +276,24 @@ export async function startExtraCoordinator(
     const base = `http://127.0.0.1:${port}`;
     await waitReady(base, service.env.TD_API_TOKEN, group);
     return { base, group };
+  } catch (e) {
+    await stopGroup(group);
+    throw e;
+  }
+}
+
+/** One more worker process of a distributed service (same Redis, prefix and log), its environment changed by `env`. */
+export async function startExtraWorker(
+  service: Service,
+  env: Record<string, string> = {},
+  label = 'worker-extra',
+): Promise<ProcessGroup> {
+  if (!overRedis(service.mode)) throw new Error('an extra worker needs distributed or cluster mode');
+  const logFile = path.join(path.dirname(service.root), 'service.log');
+  const group = spawnGroup(label, ['worker'], { ...service.env, PORT: '0', ...env }, logFile);
+  try {
+    await group.waitLine(/consuming/, START_TIMEOUT_MS);
+    return group;
   } catch (e) {
     await stopGroup(group);
     throw e;

@@ -48,7 +48,11 @@ async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}
   const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200, ...over });
   closers.push(async () => {
     // BullMQ's own queue keys have no TTL: remove them, in case this Redis is shared (REDIS_URL).
-    await Promise.all(Object.values(e.queues).map((q) => q.obliterate({ force: true }).catch(() => undefined)));
+    await Promise.all(
+      Object.values(e.queues)
+        .flat()
+        .map((q) => q.obliterate({ force: true }).catch(() => undefined)),
+    );
     await e.close();
   });
   await e.waitUntilReady();
@@ -333,7 +337,7 @@ describe('QueueExecutor with two workers', () => {
       expect(outcomes[3]).toMatchObject({ output: { echo: { i: 3 } } });
       expect(outcomes[2]).toMatchObject({ code: 'handler_error' });
       // Reported before BullMQ marks the job complete: wait for that, then count every job.
-      const q = exec.queues.concurrent;
+      const q = exec.queueOf('concurrent');
       await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
       const counts = await q.getJobCounts('completed', 'active', 'waiting', 'failed', 'delayed');
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
@@ -353,7 +357,7 @@ describe('QueueExecutor with two workers', () => {
         { b: 1 },
         { b: 2 },
       ]);
-      const q = exec.queues.concurrent;
+      const q = exec.queueOf('concurrent');
       await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
       const [done] = await q.getJobs(['completed']);
       expect(done?.id).toBe(`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2`);
@@ -407,7 +411,7 @@ describe('QueueExecutor with two workers', () => {
       const j = job('test_sleep', { ms: 10, file });
       const first = await exec.execute(j, never());
       // The finished job leaves BullMQ (as after its retention); the outcome stays.
-      await exec.queues.concurrent.clean(0, 100, 'completed');
+      await exec.queueOf('concurrent').clean(0, 100, 'completed');
       const again = await (await executor(prefix)).execute({ ...j, origin: exec.coordinatorId }, never());
       expect(again).toEqual(first);
       expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
@@ -444,7 +448,7 @@ describe('QueueExecutor with two workers', () => {
       await new Promise((r) => setTimeout(r, 100));
       ac.abort();
       expect(await waiting).toMatchObject({ code: 'cancelled' });
-      await waitFor(async () => (await first.queues.serial.getJob(`${cancelled.round}-0`)) === undefined);
+      await waitFor(async () => (await first.queueOf('serial').getJob(`${cancelled.round}-0`)) === undefined);
       // The round is carried on elsewhere: the call is enqueued again, and its cancel mark still stands.
       const again = await second.execute({ ...cancelled, origin: 'c-one' }, never());
       expect(again).toMatchObject({ status: 'error', code: 'cancelled' });

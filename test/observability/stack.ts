@@ -50,7 +50,11 @@ async function obliterateQueues(redisUrl: string, prefix: string): Promise<void>
   const executor = new QueueExecutor({ redisUrl, prefix });
   try {
     await executor.waitUntilReady();
-    await Promise.all(Object.values(executor.queues).map((q) => q.obliterate({ force: true }).catch(() => undefined)));
+    await Promise.all(
+      Object.values(executor.queues)
+        .flat()
+        .map((q) => q.obliterate({ force: true }).catch(() => undefined)),
+    );
   } finally {
     await executor.close().catch(() => undefined);
   }

@@ -17,6 +17,10 @@ export interface TestRedisCluster {
   stop(): Promise<void>;
   /** Restarts one primary with its data (AOF on), as a crash and restart would; the cluster is whole again once it answers. */
   restart(index: number): Promise<void>;
+  /** Kills one primary (SIGKILL) and leaves it down: its slots are unreachable until `revive`. */
+  kill(index: number): Promise<void>;
+  /** Starts a killed primary again with its data; resolves once the cluster is whole. */
+  revive(index: number): Promise<void>;
 }
 
 /**
@@ -57,6 +61,13 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
     procs[i] = p;
     await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', `redis-server on ${port}`);
   };
+  const kill = async (i: number) => {
+    const p = procs[i];
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGKILL');
+    await exited;
+  };
   try {
     await Promise.all(ports.map((_, i) => start(i)));
     const nodes = ports.map((p) => `127.0.0.1:${p}`);
@@ -70,12 +81,12 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
         await rm(dir, { recursive: true, force: true });
       },
       restart: async (i) => {
-        const p = procs[i];
-        if (p) {
-          const exited = new Promise((r) => p.once('exit', r));
-          p.kill('SIGKILL');
-          await exited;
-        }
+        await kill(i);
+        await start(i);
+        await waitForClusterOk(ports);
+      },
+      kill: (i) => kill(i),
+      revive: async (i) => {
         await start(i);
         await waitForClusterOk(ports);
       },

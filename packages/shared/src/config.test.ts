@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_WORKER_SERIAL_CONCURRENCY, resolveConfig } from './config.js';
+import { DEFAULT_WORKER_SERIAL_CONCURRENCY, MAX_QUEUE_SHARDS, resolveConfig } from './config.js';
 
 describe('TD_WORKER_SERIAL_CONCURRENCY', () => {
   it('defaults to 8 serial-queue jobs per worker', () => {
@@ -34,5 +34,24 @@ describe('TD_SESSION_TTL_MS and TD_REDIS_TLS_CA', () => {
   it('reads the Redis CA file path from TD_REDIS_TLS_CA, unset by default', () => {
     expect(resolveConfig({}, {}).redisTlsCaFile).toBeUndefined();
     expect(resolveConfig({}, { TD_REDIS_TLS_CA: '/etc/td/redis-ca.pem' }).redisTlsCaFile).toBe('/etc/td/redis-ca.pem');
+  });
+});
+
+describe('TD_QUEUE_SHARDS', () => {
+  it('defaults to one shard of each queue and reads 1..64', () => {
+    expect(resolveConfig({}, {}).queueShards).toBe(1);
+    expect(resolveConfig({}, { TD_QUEUE_SHARDS: '3' }).queueShards).toBe(3);
+    expect(resolveConfig({}, { TD_QUEUE_SHARDS: String(MAX_QUEUE_SHARDS) }).queueShards).toBe(64);
+    expect(resolveConfig({ queueShards: 2 }, { TD_QUEUE_SHARDS: '3' }).queueShards).toBe(2);
+  });
+
+  it.each(['0', '-2', '2.5', 'three'])('refuses %j, naming the variable', (raw) => {
+    expect(() => resolveConfig({}, { TD_QUEUE_SHARDS: raw })).toThrow(
+      `TD_QUEUE_SHARDS must be a positive integer, got ${JSON.stringify(raw)}`,
+    );
+  });
+
+  it('refuses more than 64 shards, saying the limit', () => {
+    expect(() => resolveConfig({}, { TD_QUEUE_SHARDS: '65' })).toThrow('TD_QUEUE_SHARDS must be at most 64, got 65');
   });
 });

@@ -11,6 +11,8 @@ export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
 /** Serial-queue jobs one worker runs at once, each of a different run (API.md v1.1; the coordinator keeps a run to one). */
 export const DEFAULT_WORKER_SERIAL_CONCURRENCY = 8;
+/** Most shards of each execution queue (TD_QUEUE_SHARDS): each is a BullMQ worker per class in every worker process. */
+export const MAX_QUEUE_SHARDS = 64;
 /**
  * TD_SESSION_TTL_MS: a session idle this long is dropped with everything scoped to it (state,
  * histories, dedupe maps, rounds, idempotency keys, events), in Redis (a sliding TTL refreshed on
@@ -49,6 +51,11 @@ export interface DispatchConfig {
   maxConcurrentTools: number;
   workerConcurrency: number;
   workerSerialConcurrency: number;
+  /**
+   * TD_QUEUE_SHARDS: shards of each execution queue, each its own hash slot; a run's jobs all on
+   * one; every worker consumes every shard. The same for every process of a deployment.
+   */
+  queueShards: number;
   /** TD_SESSION_TTL_MS: how long an idle session (and all its state) is kept. */
   sessionTtlMs: number;
   /**
@@ -64,6 +71,12 @@ function positiveInt(raw: string | undefined, fallback: number, name: string): n
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function queueShardsOf(raw: string | undefined): number {
+  const n = positiveInt(raw, 1, 'TD_QUEUE_SHARDS');
+  if (n > MAX_QUEUE_SHARDS) throw new Error(`TD_QUEUE_SHARDS must be at most ${MAX_QUEUE_SHARDS}, got ${n}`);
   return n;
 }
 
@@ -112,6 +125,7 @@ export function resolveConfig(
     workerSerialConcurrency:
       options.workerSerialConcurrency ??
       positiveInt(env.TD_WORKER_SERIAL_CONCURRENCY, DEFAULT_WORKER_SERIAL_CONCURRENCY, 'TD_WORKER_SERIAL_CONCURRENCY'),
+    queueShards: options.queueShards ?? queueShardsOf(env.TD_QUEUE_SHARDS),
     sessionTtlMs:
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),

@@ -48,6 +48,8 @@ export interface RedisKeys {
   workersAlive(): string;
   /** String: a worker's announcement (`WorkerAnnouncement` JSON), with a TTL. */
   worker(workerId: string): string;
+  /** String: the `DeploymentRecord` JSON (TD_QUEUE_SHARDS), written by coordinators, compared by every process. */
+  deployment(): string;
   /** Pub/sub channel: `CancelMessage` JSON to every worker. */
   cancelChannel(): string;
   /** Pub/sub channel: confirmation decisions to every coordinator. */
@@ -87,6 +89,7 @@ export function redisKeys(prefix: string): RedisKeys {
     results: (coordinatorId) => `${c(coordinatorId)}:results`,
     workersAlive: () => `${prefix}:{w}:alive`,
     worker: (workerId) => `${prefix}:{w}:worker:${workerId}`,
+    deployment: () => `${prefix}:{w}:deployment`,
     cancelChannel: () => `${prefix}:cancel`,
     confirmChannel: () => `${prefix}:confirm`,
     inputChannel: () => `${prefix}:input`,

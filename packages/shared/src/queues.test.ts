@@ -1,6 +1,15 @@
+import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import type { ExecJob } from './execution.js';
-import { encodeQueuedJob, parseQueuedJob, type QueuedJob } from './queues.js';
+import {
+  encodeQueuedJob,
+  parseQueuedJob,
+  QUEUE_NAMES,
+  type QueuedJob,
+  shardOf,
+  shardQueueName,
+  shardQueueNames,
+} from './queues.js';
 
 const call = (round: string, callIndex: number, over: Partial<ExecJob> = {}): ExecJob => ({
   session: 's1',
@@ -57,5 +66,46 @@ describe('job data (encodeQueuedJob, parseQueuedJob)', () => {
     ).toBeUndefined();
     expect(parseQueuedJob(job([]))).toBeUndefined();
     expect(parseQueuedJob({ calls: [call('rnd_a', 0)] })).toBeUndefined();
+  });
+});
+
+describe('queue shards (TD_QUEUE_SHARDS)', () => {
+  it('keeps the queue names of before shards for one shard', () => {
+    expect(shardQueueNames('concurrent', 1)).toEqual([QUEUE_NAMES.concurrent]);
+    expect(shardQueueNames('serial', 1)).toEqual([QUEUE_NAMES.serial]);
+  });
+
+  it.each([2, 3, 4, 7, 16, 64])('puts shard i of %i in the i-th part of the slot range, one hash tag each', (n) => {
+    const names = [...shardQueueNames('concurrent', n), ...shardQueueNames('serial', n)];
+    expect(new Set(names).size).toBe(2 * n);
+    for (const cls of ['concurrent', 'serial'] as const) {
+      shardQueueNames(cls, n).forEach((name, i) => {
+        // BullMQ forbids ':' in queue names; the braces make the whole queue one cluster slot.
+        expect(name).toMatch(new RegExp(`^\\{td-${cls}-${i}-\\d+\\}$`));
+        const slot = calculateSlot(name);
+        expect(slot).toBeGreaterThanOrEqual(Math.floor((i * 16384) / n));
+        expect(slot).toBeLessThan(Math.floor(((i + 1) * 16384) / n));
+      });
+    }
+  });
+
+  it('names the same shard the same way every time, and refuses a shard out of range', () => {
+    expect(shardQueueName('serial', 2, 3)).toBe(shardQueueName('serial', 2, 3));
+    expect(() => shardQueueName('serial', 3, 3)).toThrow('shard 3 is not one of 0..2');
+    expect(() => shardQueueName('serial', -1, 3)).toThrow(RangeError);
+  });
+
+  it('sends all of a run to one shard, the same in every process, and spreads runs evenly', () => {
+    expect(shardOf('s', 'r', 1)).toBe(0);
+    const counts = [0, 0, 0];
+    for (let i = 0; i < 3000; i++) {
+      const shard = shardOf(`session-${i % 37}`, `run-${i}`, 3);
+      expect(shard).toBe(shardOf(`session-${i % 37}`, `run-${i}`, 3));
+      counts[shard] = (counts[shard] ?? 0) + 1;
+    }
+    for (const c of counts) expect(Math.abs(c - 1000)).toBeLessThan(150);
+    // Session and run are kept apart: ("ab", "c") and ("a", "bc") are different runs.
+    const apart = Array.from({ length: 50 }, (_, i) => shardOf(`a${i}b`, 'c', 64) === shardOf(`a${i}`, 'bc', 64));
+    expect(apart.filter(Boolean).length).toBeLessThan(10);
   });
 });

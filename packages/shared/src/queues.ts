@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import type { ExecJob, ExecOutcome, InputReply, InputRequest, QueueClass } from './execution.js';
 import type { AnnouncedTool, McpServerStatus } from './mcp.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
@@ -10,6 +12,62 @@ export const QUEUE_NAMES = {
   concurrent: '{td-concurrent}',
   serial: '{td-serial}',
 } as const satisfies Record<QueueClass, string>;
+
+/** Redis Cluster's hash slots. */
+const CLUSTER_SLOTS = 16_384;
+const shardNames = new Map<string, string>();
+
+/**
+ * The BullMQ queue name of shard `shard` of `shards` (TD_QUEUE_SHARDS) of a class. One shard keeps
+ * QUEUE_NAMES. With more, shard i is `{td-<class>-<i>-<k>}`, k the first number that puts the name's
+ * hash slot in the i-th of `shards` equal parts of the slot range: on a cluster whose primaries
+ * hold equal ranges (as `redis-cli --cluster create` makes them) the shards spread over the
+ * primaries instead of landing where their names happen to hash.
+ */
+export function shardQueueName(cls: QueueClass, shard: number, shards: number): string {
+  if (shards === 1) return QUEUE_NAMES[cls];
+  if (!Number.isInteger(shard) || shard < 0 || shard >= shards) {
+    throw new RangeError(`shard ${shard} is not one of 0..${shards - 1}`);
+  }
+  const cacheKey = `${cls} ${shard} ${shards}`;
+  const cached = shardNames.get(cacheKey);
+  if (cached) return cached;
+  const from = Math.floor((shard * CLUSTER_SLOTS) / shards);
+  const to = Math.floor(((shard + 1) * CLUSTER_SLOTS) / shards);
+  for (let k = 0; ; k++) {
+    const name = `{td-${cls}-${shard}-${k}}`;
+    const slot = calculateSlot(name);
+    if (slot >= from && slot < to) {
+      shardNames.set(cacheKey, name);
+      return name;
+    }
+  }
+}
+
+/** Every shard's queue name of a class, shard 0 first. */
+export function shardQueueNames(cls: QueueClass, shards: number): string[] {
+  return Array.from({ length: shards }, (_, i) => shardQueueName(cls, i, shards));
+}
+
+/**
+ * The shard of a run's jobs (all of them, both classes): a stable hash of session and run, the
+ * same in every process, so a takeover enqueues where the first coordinator did.
+ */
+export function shardOf(session: string, run: string, shards: number): number {
+  if (shards === 1) return 0;
+  return createHash('sha1').update(session).update('\u0000').update(run).digest().readUInt32BE(0) % shards;
+}
+
+/**
+ * What every process of a deployment must agree on, kept in Redis (RedisKeys.deployment) by the
+ * coordinators and compared by every process at start (`checkDeployment`).
+ */
+export interface DeploymentRecord {
+  queueShards: number;
+  /** Who wrote it (a coordinator's id), and when (epoch ms). */
+  by: string;
+  at: number;
+}
 
 /** Lock of an active job; a worker that dies loses it after this long (BullMQ `lockDuration`). */
 export const JOB_LOCK_MS = 5_000;
@@ -119,6 +177,8 @@ export interface WorkerAnnouncement {
   concurrency: number;
   /** Serial-queue jobs it runs at once (TD_WORKER_SERIAL_CONCURRENCY, v1.1); absent from workers before v1.1 (1). */
   serialConcurrency?: number;
+  /** Shards of each queue it consumes (TD_QUEUE_SHARDS); absent from workers before shards (1). */
+  queueShards?: number;
   pid: number;
   host: string;
   startedAt: number;

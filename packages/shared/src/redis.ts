@@ -3,6 +3,8 @@
  * BullMQ: key layout, queue names, job ids and payloads, marks and TTLs, Lua script helpers,
  * write coalescing. Not part of the wire API; the root door holds that.
  */
+
+export { checkDeployment } from './deployment.js';
 export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { LuaScript, ScriptClient } from './lua-script.js';
@@ -12,6 +14,7 @@ export type {
   AnswerMessage,
   AskMessage,
   CancelMessage,
+  DeploymentRecord,
   QueuedJob,
   QueuedJobData,
   WorkerAnnouncement,
@@ -35,6 +38,9 @@ export {
   RUNNING_MARK,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
+  shardOf,
+  shardQueueName,
+  shardQueueNames,
   tryParseJson,
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,

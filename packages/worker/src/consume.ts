@@ -6,6 +6,7 @@ import {
   type AnswerMessage,
   type AskMessage,
   type CancelMessage,
+  checkDeployment,
   coalesceWrites,
   connectRedis,
   DuePerKey,
@@ -18,7 +19,6 @@ import {
   parseInputReply,
   parseOutcome,
   parseQueuedJob,
-  QUEUE_NAMES,
   type QueuedJob,
   RESULTS_STREAM_TTL_MS,
   type RedisClient,
@@ -30,6 +30,7 @@ import {
   runScript,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
+  shardQueueNames,
   tryParseJson,
   WORKER_HEARTBEAT_MS,
   type WorkerAnnouncement,
@@ -82,6 +83,14 @@ export interface StartWorkerOptions {
    * They are of different runs: the coordinator never has two serial calls of a run in flight.
    */
   serialConcurrency?: number;
+  /**
+   * TD_QUEUE_SHARDS (default 1): it consumes every shard of each queue, a BullMQ worker per shard,
+   * the class's job limit split between them; its calls stay capped at `concurrency` and
+   * `serialConcurrency` over all shards.
+   */
+  queueShards?: number;
+  /** Where a TD_QUEUE_SHARDS mismatch with the deployment's record is said at start. */
+  log?: (line: string) => void;
   /** Defaults to `w-<host>-<pid>-<random>`; no colons. */
   id?: string;
   metrics?: WorkerMetrics;
@@ -145,7 +154,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const running = new RunningCalls();
   const questions = new Questions(redis, keys);
 
-  const consumers = new Map<QueueClass, Worker>();
+  const consumers: Worker[] = [];
   for (const queue of QUEUE_CLASSES) {
     const processCalls = async (
       bullJob: Job,
@@ -155,7 +164,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       const queued = parseQueuedJob(bullJob.data);
       const jobId = bullJob.id;
       if (!queued || jobId === undefined) throw new UnrecoverableError('not a tool-dispatch job payload');
-      const carrier = { id: jobId, addedAtMs: bullJob.timestamp };
+      const carrier = { id: jobId, addedAtMs: bullJob.timestamp, queueName: bullJob.queueName };
       return runQueued(
         queued,
         carrier,
@@ -163,25 +172,28 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         needsStartCheck(queue, bullJob, queued),
       );
     };
-    const consumer = new Worker(QUEUE_NAMES[queue], processCalls, {
-      connection: redis,
-      // The queue names carry hash tags: each queue's keys are one Redis Cluster slot.
-      prefix,
-      name: id,
-      // A serial job is one call, so for the serial queue jobs and slots are the same number.
-      concurrency: limits[queue],
-      lockDuration: resolved.lockDurationMs,
-      stalledInterval: resolved.stalledIntervalMs,
-      // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
-      maxStalledCount: MAX_STALLED[queue],
-      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
-      removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
-    });
-    consumer.on('error', onError);
-    consumer.on('failed', function reportFailedJob(bullJob, error) {
-      if (bullJob) reporter.reportFailure(bullJob, error, queue).catch(onError);
-    });
-    consumers.set(queue, consumer);
+    const names = shardQueueNames(queue, resolved.queueShards);
+    for (const [shard, name] of names.entries()) {
+      const consumer = new Worker(name, processCalls, {
+        connection: redis,
+        // The queue names carry hash tags: each queue's keys are one Redis Cluster slot.
+        prefix,
+        name: id,
+        // A serial job is one call, so for the serial queue jobs and slots are the same number.
+        concurrency: shareOf(limits[queue], shard, names.length),
+        lockDuration: resolved.lockDurationMs,
+        stalledInterval: resolved.stalledIntervalMs,
+        // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
+        maxStalledCount: MAX_STALLED[queue],
+        removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+        removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+      });
+      consumer.on('error', onError);
+      consumer.on('failed', function reportFailedJob(bullJob, error) {
+        if (bullJob) reporter.reportFailure(bullJob, error, queue).catch(onError);
+      });
+      consumers.push(consumer);
+    }
   }
 
   /**
@@ -278,7 +290,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     requestInput: InputRequester,
   ): Promise<ExecOutcome> {
     const signal = stop.signal;
-    const spanAttributes = globalTracing() ? messagingAttributes(job.queue, carrier.id) : undefined;
+    const spanAttributes = globalTracing() ? messagingAttributes(carrier.queueName, carrier.id) : undefined;
     const release = slots[job.queue].tryAcquire() ?? (await slots[job.queue].acquire());
     // The call's wait, from its job's enqueue (the coordinator's clock) to now (a slot of this worker free).
     const options = spanAttributes
@@ -307,7 +319,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     running.abort(cancel.jobId, new Error('cancelled by the coordinator'));
   });
   await subscriber.subscribe(keys.cancelChannel(), keys.answerChannel());
-  await Promise.all([...consumers.values()].map((c) => c.waitUntilReady()));
+  await Promise.all(consumers.map((c) => c.waitUntilReady()));
+  const mismatch = await checkDeployment(redis, keys, { queueShards: resolved.queueShards, id, writer: false });
+  if (mismatch) resolved.log(mismatch);
 
   const announce = () => {
     const now = Date.now();
@@ -316,6 +330,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       handlers: registry.names(),
       concurrency: resolved.concurrency,
       serialConcurrency: resolved.serialConcurrency,
+      queueShards: resolved.queueShards,
       pid: process.pid,
       host: hostname(),
       startedAt,
@@ -352,7 +367,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     close: () => {
       closing ??= (async () => {
         // Still announced while active jobs finish, so coordinators keep counting this worker.
-        await Promise.all([...consumers.values()].map((c) => c.close()));
+        await Promise.all(consumers.map((c) => c.close()));
         clearInterval(heartbeat);
         stopWatchingMcp?.();
         await redis
@@ -369,17 +384,26 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   };
 }
 
-/** The BullMQ job carrying calls: its id, and when the coordinator added it. */
+/** The BullMQ job carrying calls: its id, its queue (a shard's name), and when the coordinator added it. */
 interface Carrier {
   id: string;
   addedAtMs: number;
+  queueName: string;
+}
+
+/**
+ * A shard's part of a class's job limit: `limit` split as evenly as it goes (the first shards take
+ * the remainder), at least 1 each, so the worker takes about `limit` jobs over all shards.
+ */
+export function shareOf(limit: number, shard: number, shards: number): number {
+  return Math.max(1, Math.floor(limit / shards) + (shard < limit % shards ? 1 : 0));
 }
 
 /** Messaging semantic conventions on the execute span: the call came off a BullMQ queue. */
-function messagingAttributes(queue: QueueClass, jobId: string): Attributes {
+function messagingAttributes(queueName: string, jobId: string): Attributes {
   return {
     [ATTR_MESSAGING_SYSTEM]: MESSAGING_SYSTEM_BULLMQ,
-    [ATTR_MESSAGING_DESTINATION_NAME]: QUEUE_NAMES[queue],
+    [ATTR_MESSAGING_DESTINATION_NAME]: queueName,
     [ATTR_MESSAGING_OPERATION_TYPE]: 'process',
     [ATTR_MESSAGING_OPERATION_NAME]: 'process',
     [ATTR_MESSAGING_MESSAGE_ID]: jobId,
@@ -402,12 +426,14 @@ function resolveStartWorkerOptions(options: StartWorkerOptions): ResolvedStartWo
     target: options.target,
     connection: options.connection ?? {},
     serialConcurrency: options.serialConcurrency ?? DEFAULT_WORKER_SERIAL_CONCURRENCY,
+    queueShards: options.queueShards ?? 1,
+    log: options.log ?? (() => {}),
     lockDurationMs: options.lockDurationMs ?? JOB_LOCK_MS,
     stalledIntervalMs: options.stalledIntervalMs ?? STALLED_INTERVAL_MS,
     heartbeatMs: options.heartbeatMs ?? WORKER_HEARTBEAT_MS,
     onError: options.onError ?? (() => {}),
   };
-  for (const k of ['concurrency', 'serialConcurrency'] as const) {
+  for (const k of ['concurrency', 'serialConcurrency', 'queueShards'] as const) {
     if (!Number.isInteger(resolved[k]) || resolved[k] < 1) {
       throw new Error(`worker ${k} must be a positive integer, got ${resolved[k]}`);
     }

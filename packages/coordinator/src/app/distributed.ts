@@ -6,12 +6,14 @@ import {
   type ToolDefinition,
 } from '@tool-dispatch/shared';
 import {
+  checkDeployment,
   coalesceWrites,
   connectRedis,
   type RedisClient,
   type RedisConnectionOptions,
   type RedisTarget,
   redisConnectionOptions,
+  redisKeys,
   redisTargetOf,
 } from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
@@ -84,6 +86,34 @@ function redisTarget(config: DispatchConfig): { target: RedisTarget; connection:
   return { target, connection: redisConnectionOptions(tlsOf, { tlsCaFile: config.redisTlsCaFile }) };
 }
 
+/**
+ * The BullMQ executor, ready, after this coordinator compared its TD_QUEUE_SHARDS with the
+ * deployment's record and recorded its own (a mismatch is logged; so is each worker announcing another).
+ */
+async function startQueueExecutor(
+  config: DispatchConfig,
+  redis: RedisClient,
+  log: (line: string) => void,
+): Promise<QueueExecutor> {
+  const { target, connection } = redisTarget(config);
+  const executor = new QueueExecutor({
+    target,
+    connection,
+    prefix: config.prefix,
+    queueShards: config.queueShards,
+    onShardMismatch: log,
+    onError: onceInARow(log, 'queue'),
+  });
+  await executor.waitUntilReady();
+  const mismatch = await checkDeployment(redis, redisKeys(config.prefix), {
+    queueShards: config.queueShards,
+    id: executor.coordinatorId,
+    writer: true,
+  });
+  if (mismatch) log(mismatch);
+  return executor;
+}
+
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
@@ -108,12 +138,17 @@ export async function createDistributedEngine(
   const prefix = config.prefix;
   // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
   const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
-  const executor = new QueueExecutor({ target, connection, prefix, onError: onceInARow(log, 'queue') });
-  await executor.waitUntilReady();
+  const executor = await startQueueExecutor(config, redis, log);
   const engine = new Engine({
     config,
     executor,
-    store: new RedisStore({ redis, prefix, sessionTtlMs: config.sessionTtlMs, events: { replayMs } }),
+    store: new RedisStore({
+      redis,
+      prefix,
+      sessionTtlMs: config.sessionTtlMs,
+      events: { replayMs },
+      queueNames: Object.values(executor.queues).flatMap((shards) => shards.map((q) => q.name)),
+    }),
     events: new RedisEventBus({ redis, prefix, replayMs }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     inputs: new RedisInputHub({ redis, prefix }),
@@ -146,11 +181,12 @@ function watchQueues(metrics: CoordinatorMetrics, executor: QueueExecutor): void
     metrics.knownTools(await executor.handlerNames());
   });
   metrics.onScrape(async function readQueueGauges() {
-    for (const [name, queue] of Object.entries(executor.queues)) {
-      metrics.setQueueJobCounts(
-        name,
-        await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized'),
-      );
+    const sharded = executor.queueShards > 1;
+    for (const [name, shards] of Object.entries(executor.queues)) {
+      for (const [shard, queue] of shards.entries()) {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
+        metrics.setQueueJobCounts(name, counts, sharded ? shard : undefined);
+      }
     }
     metrics.setWorkersAlive(await executor.workersAlive());
   });
@@ -202,7 +238,7 @@ export async function distributedCoordinator(options: {
   });
   workers.push(...(await startInProcessWorkers(config, options.workers, options.mcp, log)));
   log(
-    `distributed mode: queues on ${describeTarget(redisTargetOf(config))} (prefix ${config.prefix}), ${options.workers} in-process workers`,
+    `distributed mode: queues on ${describeTarget(redisTargetOf(config))} (prefix ${config.prefix}${config.queueShards > 1 ? `, ${config.queueShards} shards` : ''}), ${options.workers} in-process workers`,
   );
   return running;
 }
@@ -229,6 +265,7 @@ async function startInProcessWorkers(
         config: handlerConfigOf(config),
         concurrency: config.workerConcurrency,
         serialConcurrency: config.workerSerialConcurrency,
+        queueShards: config.queueShards,
         onError: onceInARow(log, 'worker'),
       }),
     );
@@ -263,7 +300,9 @@ export async function runWorkerProcess(options: {
     config: handlerConfigOf(config),
     concurrency: config.workerConcurrency,
     serialConcurrency: config.workerSerialConcurrency,
+    queueShards: config.queueShards,
     metrics,
+    log,
     onError: onceInARow(log, 'worker'),
   });
   // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
@@ -279,7 +318,7 @@ export async function runWorkerProcess(options: {
         })
       : undefined;
   log(
-    `worker ${worker.id} consuming ${config.prefix} queues on ${describeTarget(target)} (concurrency ${config.workerConcurrency}, serial ${config.workerSerialConcurrency})${server ? `; metrics on :${server.port}` : ''}`,
+    `worker ${worker.id} consuming ${config.prefix} queues on ${describeTarget(target)} (concurrency ${config.workerConcurrency}, serial ${config.workerSerialConcurrency}${config.queueShards > 1 ? `, ${config.queueShards} shards` : ''})${server ? `; metrics on :${server.port}` : ''}`,
   );
   return {
     stop: async () => {

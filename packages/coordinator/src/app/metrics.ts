@@ -138,8 +138,8 @@ export class CoordinatorMetrics {
   });
   private readonly queueJobs = new Gauge({
     name: 'td_queue_jobs',
-    help: 'Jobs in each queue, by BullMQ state.',
-    labelNames: ['queue', 'state'] as const,
+    help: 'Jobs in each queue, by BullMQ state (and shard, with TD_QUEUE_SHARDS above 1).',
+    labelNames: ['queue', 'state', 'shard'] as const,
     registers: [this.registry],
   });
   private readonly workersAlive = new Gauge({
@@ -221,13 +221,14 @@ export class CoordinatorMetrics {
     this.confirmationsPending.set(n);
   }
 
-  setQueueJobs(queue: string, state: QueueJobState | string, n: number): void {
-    this.queueJobs.labels(queue, state).set(n);
+  /** `shard` only with more than one shard: one shard's series keep their labels of before shards. */
+  setQueueJobs(queue: string, state: QueueJobState | string, n: number, shard?: number): void {
+    this.queueJobs.set(shard === undefined ? { queue, state } : { queue, state, shard: String(shard) }, n);
   }
 
   /** Takes `Queue.getJobCounts()` as it comes. */
-  setQueueJobCounts(queue: string, counts: Readonly<Record<string, number>>): void {
-    for (const [state, n] of Object.entries(counts)) this.setQueueJobs(queue, state, n);
+  setQueueJobCounts(queue: string, counts: Readonly<Record<string, number>>, shard?: number): void {
+    for (const [state, n] of Object.entries(counts)) this.setQueueJobs(queue, state, n, shard);
   }
 
   setWorkersAlive(n: number): void {

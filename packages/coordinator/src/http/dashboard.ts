@@ -36,8 +36,8 @@ export function stripForeignAssets(html: string): string {
 }
 
 export interface QueueDashboardOptions {
-  /** The execution queues by class, once the executor exists. */
-  queues: () => Partial<Record<QueueClass, Queue>>;
+  /** The execution queues by class (one per shard), once the executor exists. */
+  queues: () => Partial<Record<QueueClass, readonly Queue[]>>;
   /** TD_PREFIX: shown before each queue's name, and in the title. */
   prefix: string;
   /** TD_API_TOKEN: when set, `<base>/login` takes it and gives the browser a session cookie. */
@@ -49,9 +49,9 @@ export interface QueueDashboardOptions {
  * effect again, with nobody waiting for its result: DESIGN.md failure semantics), names shown
  * with the deployment's prefix (`<TD_PREFIX>:{td-serial}`, as its Redis keys start).
  */
-function adaptersOf(queues: Partial<Record<QueueClass, Queue>>, prefix: string): BullMQAdapter[] {
-  return Object.entries(queues).map(
-    ([cls, queue]) => new BullMQAdapter(queue, { readOnlyMode: cls === 'serial', prefix: `${prefix}:` }),
+function adaptersOf(queues: Partial<Record<QueueClass, readonly Queue[]>>, prefix: string): BullMQAdapter[] {
+  return Object.entries(queues).flatMap(([cls, shards]) =>
+    shards.map((queue) => new BullMQAdapter(queue, { readOnlyMode: cls === 'serial', prefix: `${prefix}:` })),
   );
 }
 

@@ -41,6 +41,8 @@ export interface RedisStoreOptions {
    * beginRound and commitRound, with this replay window; absent, the caller publishes them.
    */
   events?: { replayMs?: number };
+  /** BullMQ queue names (every shard's, `{…}` tags included): readiness probes their slots too. */
+  queueNames?: readonly string[];
 }
 
 /** Session fields kept in the `state` JSON; fetched and auto-approve live in their own hash fields. */
@@ -55,6 +57,8 @@ const READY_PROBE_TTL_MS = 30_000;
 
 export class RedisStore implements Store {
   private readonly redis: RedisClient;
+  /** Hash tags of the slots rounds use, each probed by /readyz. */
+  private readonly probeTags: readonly string[];
   private readonly keys: RedisKeys;
   private readonly ttlMs: number;
   private readonly events: EventStreamWriter | undefined;
@@ -68,6 +72,7 @@ export class RedisStore implements Store {
     this.ttlMs = ttl;
     this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
     this.appendsEvents = this.events !== undefined;
+    this.probeTags = ['{s:_ready}', '{c:_ready}', '{w}', '{t:_ready}', ...(options.queueNames ?? [])];
   }
 
   async getSession(session: string): Promise<SessionState | null> {
@@ -329,14 +334,14 @@ export class RedisStore implements Store {
   /**
    * Whether rounds can use the store (`/readyz`): a write and a read back under the deployment's
    * prefix in each kind of slot rounds use (a session's, a coordinator's, the workers', a
-   * tenant's), not a PING: a Redis that answers PING but refuses or redirects those (a cluster
+   * tenant's, each queue shard's), not a PING: a Redis that answers PING but refuses or redirects those (a cluster
    * node reached as one Redis answers MOVED) is not ready.
    */
   async ping(): Promise<boolean> {
     try {
       const token = `${Date.now()}-${Math.random()}`;
       const p = this.keys.prefix;
-      const probes = ['{s:_ready}', '{c:_ready}', '{w}', '{t:_ready}'].map((tag) => `${p}:${tag}:ready-probe`);
+      const probes = this.probeTags.map((tag) => `${p}:${tag}:ready-probe`);
       await Promise.all(probes.map((k) => this.redis.set(k, token, 'PX', READY_PROBE_TTL_MS)));
       const read = await Promise.all(probes.map((k) => this.redis.get(k)));
       return read.every((v) => v === token);

@@ -28,7 +28,6 @@ import {
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   parseOutcome,
-  QUEUE_NAMES,
   type RedisClient,
   type RedisConnectionOptions,
   type RedisKeys,
@@ -37,6 +36,8 @@ import {
   redisKeys,
   STALLED_INTERVAL_MS,
   STALLED_REASON,
+  shardOf,
+  shardQueueNames,
   tryParseJson,
   type WorkerAnnouncement,
 } from '@tool-dispatch/shared/redis';
@@ -71,6 +72,13 @@ export interface QueueExecutorOptions {
   handlerCacheMs?: number;
   /** Called with infrastructure errors it recovers from (Redis reconnecting and the like). */
   onError?: (error: Error) => void;
+  /**
+   * TD_QUEUE_SHARDS (default 1): each queue is this many BullMQ queues, each its own hash slot; a
+   * run's jobs all go to the shard `shardOf` its session and run.
+   */
+  queueShards?: number;
+  /** Where a live worker consuming another number of shards is said (once per worker); default onError. */
+  onShardMismatch?: (line: string) => void;
 }
 
 /** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
@@ -90,6 +98,8 @@ interface Pending {
   lastCheckedAt: number;
   settle(outcome: ExecOutcome): void;
   promise: Promise<ExecOutcome>;
+  /** Its run's shard of the queues (shardOf). */
+  shard: number;
   /** The BullMQ job carrying it, once enqueued. */
   carrier?: Carrier;
   cancelled?: boolean;
@@ -106,6 +116,7 @@ interface Pending {
 interface Carrier {
   jobId: string;
   queue: QueueClass;
+  shard: number;
   calls: readonly Pending[];
 }
 
@@ -126,8 +137,10 @@ interface Gathering {
  */
 export class QueueExecutor implements Executor {
   readonly coordinatorId: string;
-  /** The BullMQ queues, for dashboards and queue-depth metrics. */
-  readonly queues: Readonly<Record<QueueClass, Queue>>;
+  /** The BullMQ queues of each class, one per shard (shard 0 first), for dashboards and queue-depth metrics. */
+  readonly queues: Readonly<Record<QueueClass, readonly Queue[]>>;
+  /** TD_QUEUE_SHARDS. */
+  readonly queueShards: number;
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly resultsKey: string;
@@ -173,13 +186,19 @@ export class QueueExecutor implements Executor {
       },
       onError: this.onError,
     });
-    this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000);
-    const queue = (cls: QueueClass) => {
-      const q = new Queue(QUEUE_NAMES[cls], { connection: this.redis, prefix: options.prefix });
-      q.on('error', this.onError);
-      return q;
-    };
-    this.queues = { concurrent: queue('concurrent'), serial: queue('serial') };
+    this.queueShards = options.queueShards ?? 1;
+    const onShardMismatch = options.onShardMismatch ?? ((line: string) => this.onError(new Error(line)));
+    this.workers = new WorkerDirectory(this.redis, this.keys, options.handlerCacheMs ?? 1_000, {
+      queueShards: this.queueShards,
+      onMismatch: onShardMismatch,
+    });
+    const queues = (cls: QueueClass) =>
+      shardQueueNames(cls, this.queueShards).map((name) => {
+        const q = new Queue(name, { connection: this.redis, prefix: options.prefix });
+        q.on('error', this.onError);
+        return q;
+      });
+    this.queues = { concurrent: queues('concurrent'), serial: queues('serial') };
     this.ready = this.init();
     this.ready.catch(() => undefined);
     this.poller = setInterval(() => {
@@ -255,6 +274,7 @@ export class QueueExecutor implements Executor {
       enqueuedAt: started,
       lastCheckedAt: started,
       promise,
+      shard: shardOf(job.session, job.run, this.queueShards),
       signal,
       asking: 0,
       askedMs: 0,
@@ -297,9 +317,7 @@ export class QueueExecutor implements Executor {
     // close waits for a reconnect that may never come: bound both, then drop the connections.
     const bound = connected ? 10_000 : 1_000;
     await this.results.stop(bound);
-    await Promise.all(
-      Object.values(this.queues).map((q) => settleWithin(connected ? q.close() : q.disconnect(), bound)),
-    );
+    await Promise.all(this.allQueues().map((q) => settleWithin(connected ? q.close() : q.disconnect(), bound)));
     if (!connected) {
       this.redis.disconnect();
       return;
@@ -312,7 +330,18 @@ export class QueueExecutor implements Executor {
 
   private async init(): Promise<void> {
     await this.results.start();
-    await Promise.all(Object.values(this.queues).map((q) => q.waitUntilReady()));
+    await Promise.all(this.allQueues().map((q) => q.waitUntilReady()));
+  }
+
+  private allQueues(): Queue[] {
+    return [...this.queues.concurrent, ...this.queues.serial];
+  }
+
+  /** The BullMQ queue of a class's shard (shard 0: the only one, without TD_QUEUE_SHARDS). */
+  queueOf(cls: QueueClass, shard = 0): Queue {
+    const queue = this.queues[cls][shard];
+    if (!queue) throw new RangeError(`no shard ${shard} of the ${cls} queue (${this.queueShards} shards)`);
+    return queue;
   }
 
   /**
@@ -324,7 +353,9 @@ export class QueueExecutor implements Executor {
     const { job } = entry;
     // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own. A takeover's
     // calls (origin) travel apart: their worker checks them before it starts them.
-    const key = job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `concurrent\u0000${job.origin ?? ''}`;
+    // A job is of one shard: calls of runs on different shards gather apart.
+    const key =
+      job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `concurrent\u0000${entry.shard}\u0000${job.origin ?? ''}`;
     let gathering = this.gathering.get(key);
     if (!gathering) {
       let resolve: () => void = () => {};
@@ -355,7 +386,8 @@ export class QueueExecutor implements Executor {
     const calls = gathered.filter((c) => this.pending.get(c.jobId) === c);
     const first = calls[0]?.job;
     if (!first) return;
-    const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, calls };
+    const shard = (calls[0] as Pending).shard;
+    const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, shard, calls };
     for (const c of calls) c.carrier = carrier;
     const payload = encodeQueuedJob({
       calls: calls.map((c) => c.job),
@@ -377,7 +409,7 @@ export class QueueExecutor implements Executor {
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
     // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
     // already done (a takeover) is found by the poll of outcome keys.
-    const added = this.queues[first.queue].add(names, payload, {
+    const added = this.queueOf(first.queue, shard).add(names, payload, {
       jobId: carrier.jobId,
       attempts: 1,
       removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
@@ -394,7 +426,9 @@ export class QueueExecutor implements Executor {
     const { job, jobId, carrier } = entry;
     await this.redis.set(this.keys.cancel(entry.origin, jobId), '1', 'PX', CANCEL_TTL_MS);
     if (carrier?.calls.every((c) => c.cancelled)) {
-      const removed = await this.queues[carrier.queue].remove(carrier.jobId).catch(() => 0);
+      const removed = await this.queueOf(carrier.queue, carrier.shard)
+        .remove(carrier.jobId)
+        .catch(() => 0);
       if (removed === 1) return;
     }
     const message: CancelMessage = { jobId, queue: job.queue };
@@ -451,7 +485,8 @@ export class QueueExecutor implements Executor {
     const carrierId = value?.startsWith(RUNNING_MARK)
       ? value.slice(RUNNING_MARK.length)
       : (entry.carrier?.jobId ?? jobId);
-    const bullJob = (await this.queues[job.queue].getJob(carrierId)) as Job | undefined;
+    const queue = this.queueOf(job.queue, entry.shard);
+    const bullJob = (await queue.getJob(carrierId)) as Job | undefined;
     const elapsed = now - entry.enqueuedAt;
     if (bullJob?.finishedOn) {
       if (bullJob.failedReason) return this.failedOutcome(job, bullJob.failedReason, elapsed);
@@ -472,7 +507,7 @@ export class QueueExecutor implements Executor {
       const overdue = (c: Pending) => now - c.enqueuedAt > c.job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
       const waiting = (entry.carrier?.calls ?? [entry]).filter((c) => this.pending.get(c.jobId) === c);
       if (!overdue(entry) || !waiting.every(overdue)) return undefined;
-      const removed = await this.queues[job.queue].remove(carrierId).catch(() => 0);
+      const removed = await queue.remove(carrierId).catch(() => 0);
       if (removed !== 1) return undefined;
       for (const c of waiting) if (c !== entry) c.settle(notStarted(c.job, now - c.enqueuedAt));
       return notStarted(job, elapsed);

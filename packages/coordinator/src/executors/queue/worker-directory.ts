@@ -13,12 +13,19 @@ export class WorkerDirectory {
   private handlersRefresh: Promise<Snapshot> | undefined;
   /** The tools last read, handed out again while the announcements say the same (the catalog compares by identity). */
   private tools: { key: string; list: readonly AnnouncedTool[] } = { key: '', list: [] };
+  /** Workers already said to consume another number of shards than this coordinator fills. */
+  private readonly mismatched = new Set<string>();
 
-  /** `handlerCacheMs`: how long handlerNames() reuses what it read before reading again. */
+  /**
+   * `handlerCacheMs`: how long handlerNames() reuses what it read before reading again.
+   * `shards`: this coordinator's TD_QUEUE_SHARDS, and where a live worker announcing another
+   * number is said (once per worker).
+   */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly handlerCacheMs: number,
+    private readonly shards?: { queueShards: number; onMismatch(line: string): void },
   ) {}
 
   /**
@@ -62,6 +69,7 @@ export class WorkerDirectory {
   }
 
   private snapshotOf(workers: readonly WorkerAnnouncement[]): Snapshot {
+    if (this.shards) this.checkShards(workers, this.shards);
     const handlers = new Set(workers.flatMap((w) => w.handlers));
     const byName = new Map<string, AnnouncedTool>();
     for (const w of [...workers].sort((a, b) => a.at - b.at)) for (const t of w.tools ?? []) byName.set(t.name, t);
@@ -69,6 +77,20 @@ export class WorkerDirectory {
     const key = JSON.stringify(list);
     if (key !== this.tools.key) this.tools = { key, list };
     return { handlers, tools: this.tools.list };
+  }
+
+  private checkShards(
+    workers: readonly WorkerAnnouncement[],
+    shards: { queueShards: number; onMismatch(line: string): void },
+  ): void {
+    for (const w of workers) {
+      const theirs = w.queueShards ?? 1;
+      if (theirs === shards.queueShards || this.mismatched.has(w.id)) continue;
+      this.mismatched.add(w.id);
+      shards.onMismatch(
+        `TD_QUEUE_SHARDS MISMATCH: worker ${w.id} (pid ${w.pid} on ${w.host}) consumes ${theirs} shard(s) of each queue, this coordinator fills ${shards.queueShards}; calls on shards nobody consumes wait until their deadline: give every process of prefix ${this.keys.prefix} the same TD_QUEUE_SHARDS`,
+      );
+    }
   }
 
   /** How many workers announced themselves within their TTL (0 while Redis is unreachable, for /readyz). */
