@@ -87,6 +87,32 @@ describe('links in README.md and docs/', () => {
   });
 });
 
+describe('docs/libraries.md', () => {
+  it('names every dependency of every package.json (a scope/* row covers its scope)', () => {
+    const rows = read('docs/libraries.md')
+      .split('\n')
+      .filter((l) => l.startsWith('| '));
+    const manifests = [
+      'package.json',
+      ...readdirSync(path.join(ROOT, 'packages')).map((p) => `packages/${p}/package.json`),
+    ];
+    const names = manifests.flatMap((file) => {
+      const pkg = JSON.parse(read(file)) as Record<string, Record<string, string> | undefined>;
+      return Object.keys({ ...pkg.dependencies, ...pkg.devDependencies });
+    });
+    const covered = (name: string) => {
+      const [scope, tail] = name.startsWith('@') ? name.split('/') : [];
+      return rows.some(
+        (row) =>
+          row.includes(name) ||
+          (scope && tail && (row.includes(`${scope}/*`) || (row.includes(scope) && row.includes(tail)))),
+      );
+    };
+    expect(names.length).toBeGreaterThan(30);
+    expect([...new Set(names)].filter((n) => !covered(n))).toEqual([]);
+  });
+});
+
 describe('the limits', () => {
   it('are the same table in the README and in docs/api.md', () => {
     expect(tableAfter(read('docs/api.md'), '## Limits')).toEqual(tableAfter(read('README.md'), '## Limits'));
