@@ -25,7 +25,7 @@ import { observabilityHooks } from './observe.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
 
 const ENVIRONMENT = `
-Environment (API.md):
+Environment (docs/api.md):
   REDIS_URL              distributed mode over BullMQ on this Redis; unset = embedded mode
   REDIS_CLUSTER_NODES    host:port,... (or redis(s):// URLs) of a Redis Cluster: distributed mode on
                          it (set this or REDIS_URL, not both)
