@@ -51,6 +51,9 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
         '5000',
         '--appendonly',
         'yes',
+        // Every write on disk before its reply, so a killed primary comes back with all of it.
+        '--appendfsync',
+        'always',
         '--save',
         '',
         '--dir',

@@ -9,7 +9,9 @@ export type RequestErrorCode =
   | 'input_ambiguous'
   | 'shutting_down'
   /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
-  | 'round_failed';
+  | 'round_failed'
+  /** The store did not answer a round's beginning in time (Redis away): nothing is begun; retry. */
+  | 'store_unavailable';
 
 export class RequestError extends Error {
   constructor(

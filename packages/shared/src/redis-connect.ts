@@ -82,6 +82,11 @@ function nodeOptions(nodes: readonly SeedNode[], options: { maxRetriesPerRequest
   return redisOptions;
 }
 
+/** How long a cluster command keeps being sent again while its slot's primary is unreachable. */
+export const CLUSTER_PATIENCE_MS = 12_000;
+/** The wait between those sends. */
+const CLUSTER_RETRY_DELAY_MS = 250;
+
 /**
  * A connection to the deployment's Redis: `new Redis(url)`, or an ioredis `Cluster` from the seed
  * nodes (reads and writes on the primaries; a moved slot is followed).
@@ -97,7 +102,13 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions = {}):
         ...(options.tls ? { tls: options.tls } : {}),
       },
       scaleReads: 'master',
-      maxRedirections: 16,
+      // A command meeting a primary that is down (connection closed, CLUSTERDOWN) waits and is sent
+      // again, up to CLUSTER_PATIENCE_MS in all, so a primary restarting or failing over within
+      // that is ridden out; later it fails (the HTTP edge answers 503 store_unavailable).
+      maxRedirections: CLUSTER_PATIENCE_MS / CLUSTER_RETRY_DELAY_MS,
+      retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
+      retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
+      retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
       ...(options.enableOfflineQueue !== undefined ? { enableOfflineQueue: options.enableOfflineQueue } : {}),
       ...(options.lazyConnect !== undefined ? { lazyConnect: options.lazyConnect } : {}),
     },

@@ -11,6 +11,7 @@ import {
   MAX_BODY_BYTES,
   MAX_CALLS_PER_ROUND,
   MAX_OUTPUT_BYTES,
+  MAX_QUEUE_SHARDS,
   MAX_STREAM_BYTES,
   resolveConfig,
 } from '@tool-dispatch/shared';
@@ -41,6 +42,8 @@ Environment (docs/api.md):
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
+  TD_QUEUE_SHARDS        shards of each execution queue, each its own Redis Cluster slot (1-${MAX_QUEUE_SHARDS},
+                         default 1); the same for every coordinator and worker of a prefix
   TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)

@@ -50,6 +50,7 @@ const REQUEST_ERROR_STATUS = {
   input_ambiguous: 409,
   shutting_down: 503,
   round_failed: 500,
+  store_unavailable: 503,
 } as const satisfies Record<RequestErrorCode, number>;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -91,6 +92,25 @@ function fromFastifyError(e: Record<string, unknown>, status: number): HttpError
 }
 
 /**
+ * ioredis's ways of saying Redis cannot be reached now (a node down, a cluster slot without its
+ * primary, the retries of a request used up): matched by name and message, as the HTTP edge
+ * does not import the client.
+ */
+const REDIS_UNREACHABLE =
+  /Too many Cluster redirections|Connection is closed|CLUSTERDOWN|Reached the max retries per request|Stream isn't writeable|ECONNREFUSED|Failed to refresh slots cache|None of startup nodes is available/;
+
+/** Whether an error is Redis being unreachable (answered 503 store_unavailable, retryable). */
+export function isRedisUnreachable(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  return (
+    e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError' || REDIS_UNREACHABLE.test(e.message)
+  );
+}
+
+/** Seconds a client is told to wait (Retry-After) before sending a request again after a 503. */
+export const STORE_RETRY_AFTER_S = 1;
+
+/**
  * Turns anything a route threw into an HttpError. Unknown errors become a 500 whose message
  * hides internals; `internal` tells the caller to log the original.
  */
@@ -105,6 +125,11 @@ export function toHttpError(e: unknown): { error: HttpError; internal: boolean }
     }
     if (status !== undefined && status >= 400 && status < 500)
       return { error: fromFastifyError(e, status), internal: false };
+  }
+  if (isRedisUnreachable(e)) {
+    const why =
+      'Redis (the store) cannot be reached right now; send the request again (a round under the same Idempotency-Key) in a moment';
+    return { error: new HttpError(503, 'store_unavailable', why), internal: true };
   }
   return { error: new HttpError(500, 'internal_error', 'internal error; see the coordinator log'), internal: true };
 }

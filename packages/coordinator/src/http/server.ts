@@ -19,7 +19,7 @@ import {
   LOGIN_PATH,
   LOGOUT_PATH,
 } from './dashboard-session.js';
-import { HttpError, toHttpError } from './errors.js';
+import { HttpError, isRedisUnreachable, STORE_RETRY_AFTER_S, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerInputRoutes } from './input-routes.js';
 import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
@@ -60,6 +60,7 @@ export interface BuildServerOptions {
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
   if (error.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+  if (error.code === 'store_unavailable') reply.header('retry-after', String(STORE_RETRY_AFTER_S));
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
 
@@ -116,7 +117,8 @@ function installErrorAnswers(
   installJsonBodyParser(app, MAX_BODY_BYTES);
   app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
-    if (internal) onInternalError(error);
+    // Redis away is said in one line (its reconnects are logged too), not a stack per request.
+    if (internal) onInternalError(isRedisUnreachable(error) ? `redis unreachable: ${(error as Error).message}` : error);
     // fastify refuses an oversized body before reading it; read the rest so the client sees the 413.
     if (httpError.statusCode === 413) await discardRequestBody(request.raw, 4 * MAX_BODY_BYTES, DISCARD_BODY_MS);
     return sendError(reply, httpError);

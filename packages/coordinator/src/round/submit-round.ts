@@ -35,14 +35,21 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
-  const begin = await store.beginRound({
-    ...ref,
-    idempotencyKey: input.idempotencyKey,
-    // Only a retry under the same key compares it.
-    callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
-    ...(owner ? { owner, calls: stored } : {}),
-    ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
-    ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+  const beginning = withinPatience(
+    store.beginRound({
+      ...ref,
+      idempotencyKey: input.idempotencyKey,
+      // Only a retry under the same key compares it.
+      callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
+      ...(owner ? { owner, calls: stored } : {}),
+      ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
+      ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+    }),
+  );
+  // Nothing begun (the store failed or did not answer): the round is not this coordinator's to finish.
+  const begin = await beginning.catch((e: unknown) => {
+    r.recovery?.release(ref);
+    throw e;
   });
   await tracked;
   if (begin.kind !== 'new') r.recovery?.release(ref);
@@ -63,6 +70,25 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
     default:
       return assertNever(begin, 'beginRound outcome');
   }
+}
+
+/**
+ * How long a round's beginning may take before the request is answered 503 store_unavailable:
+ * longer than the Redis client rides out a node away (CLUSTER_PATIENCE_MS, 12 s), so this only
+ * ends a request whose command the client lost (seen on a cluster while a primary was down).
+ */
+export const BEGIN_PATIENCE_MS = 20_000;
+
+function withinPatience<T>(begin: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const why = `the store did not answer within ${BEGIN_PATIENCE_MS} ms (Redis away?); send the round again under the same Idempotency-Key`;
+      reject(new RequestError('store_unavailable', why));
+    }, BEGIN_PATIENCE_MS);
+    timer.unref();
+  });
+  return Promise.race([begin, late]).finally(() => clearTimeout(timer));
 }
 
 /** Runs a round under its run's signal, tracked in flight (and, with recovery, kept for a retry if it fails part way). */
