@@ -1,7 +1,9 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|mcp runs one of them.
+// BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them (http and shards only when named:
+// they start real processes and take minutes).
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
+import { benchHttp, httpOptionsFromEnv, printHttp } from './http.js';
 import { benchMcp } from './mcp.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
@@ -57,3 +59,5 @@ if (only === undefined || only === 'mcp') {
     `  schemas    ${m.deferredChars} chars sent with deferral (openai tools array + turn context) vs ${m.fullChars} chars of all ${m.tools} full definitions: ${(m.fullChars / m.deferredChars).toFixed(1)}× less`,
   );
 }
+
+if (only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
