@@ -71,7 +71,7 @@ export class ClientTimeout extends Error {
 
 /** Creates sessions `s<have>` … `s<want-1>` on the stack (claude-code, calculate's schema fetched), a few at a time. */
 export async function ensureSessions(client: LoadClient, stack: Stack, want: number): Promise<void> {
-  const PARALLEL = 50;
+  const PARALLEL = 200;
   let next = stack.sessions;
   const one = async () => {
     while (next < want) {

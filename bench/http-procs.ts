@@ -25,12 +25,15 @@ export async function startChild(options: {
   label: string;
   command: string;
   args: string[];
-  env: Record<string, string>;
+  /** Added to this process's environment; an `undefined` value removes the variable. */
+  env: Record<string, string | undefined>;
   ready: RegExp;
 }): Promise<Child> {
+  const env = { ...process.env, ...options.env };
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   const child = spawn(options.command, options.args, {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    env,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

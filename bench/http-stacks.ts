@@ -27,8 +27,8 @@ export interface StackOptions {
   workerConcurrency: number;
   /** Key prefix of this stack, so stacks sharing the Redis never see each other's keys. */
   prefix: string;
-  /** Extra environment for every process of the stack (e.g. REDIS_CLUSTER_NODES in place of REDIS_URL). */
-  env?: Record<string, string>;
+  /** Extra environment for every process of the stack; `REDIS_URL: undefined` with REDIS_CLUSTER_NODES for a cluster. */
+  env?: Record<string, string | undefined>;
 }
 
 const node = process.execPath;

@@ -45,7 +45,7 @@ export function httpOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): HttpOp
     partSessions: Number(env.BENCH_HTTP_PART_SESSIONS ?? 100),
     workerCounts: list(env.BENCH_HTTP_WORKERS, '1,2,4'),
     workerConcurrency: Number(env.TD_WORKER_CONCURRENCY ?? DEFAULT_WORKER_CONCURRENCY),
-    timeoutMs: Number(env.BENCH_HTTP_TIMEOUT_MS ?? 30_000),
+    timeoutMs: Number(env.BENCH_HTTP_TIMEOUT_MS ?? 60_000),
     parts: (env.BENCH_HTTP_PARTS ?? 'sessions,sizes,workers').split(','),
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(ROOT, 'bench', 'results'),
   };
@@ -204,14 +204,16 @@ async function measurePoint(
     ensureSessions(client, stacks.peer, point.sessions),
   ]);
   const run = `r${bench.runCounter++}`;
-  const sliceMs = options.msPerSide / options.slicesPerSide;
+  // From 1000 sessions on a round takes seconds (sessions ÷ calls/s): fewer, longer slices.
+  const slicesPerSide = point.sessions >= 1000 ? Math.min(2, options.slicesPerSide) : options.slicesPerSide;
+  const sliceMs = options.msPerSide / slicesPerSide;
   const warmMs = Math.min(sliceMs, 2_000);
   const warmup = {
     ours: await runSlice(client, stacks.ours, { ...point, ms: warmMs, run, timeoutMs: options.timeoutMs }),
     peer: await runSlice(client, stacks.peer, { ...point, ms: warmMs, run, timeoutMs: options.timeoutMs }),
   };
   const slices: Record<SideName, SliceRecord[]> = { ours: [], peer: [] };
-  for (let k = 0; k < options.slicesPerSide; k++) {
+  for (let k = 0; k < slicesPerSide; k++) {
     const order: SideName[] = k % 2 === 0 ? ['ours', 'peer'] : ['peer', 'ours'];
     for (const side of order)
       slices[side].push(await measureSlice(bench, stacks[side], point.sessions, point.roundSize, sliceMs, run));

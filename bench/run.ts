@@ -5,6 +5,7 @@ import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
 import { benchHttp, httpOptionsFromEnv, printHttp } from './http.js';
 import { benchMcp } from './mcp.js';
+import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2000);
@@ -61,3 +62,8 @@ if (only === undefined || only === 'mcp') {
 }
 
 if (only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
+
+if (only === 'shards') {
+  const http = httpOptionsFromEnv();
+  printShards(await benchShards(shardsOptionsFromEnv(process.env, http.resultsDir, http.workerConcurrency), progress));
+}
