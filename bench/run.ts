@@ -1,6 +1,6 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them (http and shards only when named:
-// they start real processes and take minutes).
+// BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them; without it, all but shards (a
+// Redis Cluster of its own, for TD_QUEUE_SHARDS).
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
 import { benchHttp, httpOptionsFromEnv, printHttp } from './http.js';
@@ -61,7 +61,7 @@ if (only === undefined || only === 'mcp') {
   );
 }
 
-if (only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
+if (only === undefined || only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
 
 if (only === 'shards') {
   const http = httpOptionsFromEnv();
