@@ -111,7 +111,7 @@ export interface SliceResult {
   elapsedMs: number;
   rounds: number;
   calls: number;
-  /** Results by status, `ok` included; failed requests count one per call under `http_<code>`, `client_timeout` or `connection_error`. */
+  /** Results by status, `ok` included; failed requests count one per call under `http_<code>`, `client_timeout` or `connection_error:<errno code>`. */
   statuses: Record<string, number>;
   /** Time of every round (answered or not), in ms. */
   latenciesMs: number[];
@@ -154,7 +154,11 @@ export async function runSlice(client: LoadClient, stack: Stack, load: SliceLoad
           if (results.length < load.roundSize) count('missing', load.roundSize - results.length);
         } else count(`http_${reply.status}`, load.roundSize);
       } catch (e) {
-        count(e instanceof ClientTimeout ? 'client_timeout' : 'connection_error', load.roundSize);
+        const code = (e as NodeJS.ErrnoException).code;
+        count(
+          e instanceof ClientTimeout ? 'client_timeout' : `connection_error${code ? `:${code}` : ''}`,
+          load.roundSize,
+        );
         // A refused connection fails at once: a short pause keeps the loop from spinning.
         if (!(e instanceof ClientTimeout)) await new Promise((r) => setTimeout(r, 20));
       }

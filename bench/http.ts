@@ -486,6 +486,7 @@ export function printHttp(f: HttpFigures, print: (line: string) => void = consol
   );
   table(`Round size (${f.options.partSessions} sessions, 2 workers)`, f.roundSizes, (p) => `${p.roundSize} calls`);
   table(`Worker processes (${f.options.partSessions} sessions, rounds of 5)`, f.workers, (p) => `${p.workers} workers`);
+  for (const line of roundCostLines(f.roundSizes)) print(line);
   const idle = f.idleCoordinator;
   if (idle?.heapUsedKib != null)
     for (const p of f.sessions) {
@@ -496,4 +497,48 @@ export function printHttp(f: HttpFigures, print: (line: string) => void = consol
       );
     }
   print('  (ratios ours / peer: calls/s above 1× is better; latency and CPU below 1× is better)');
+}
+
+/** Least-squares `y = a + b·x`. */
+export function fitLine(xs: readonly number[], ys: readonly number[]): { a: number; b: number } {
+  const n = xs.length;
+  const mx = xs.reduce((s, x) => s + x, 0) / n;
+  const my = ys.reduce((s, y) => s + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  xs.forEach((x, i) => {
+    sxy += (x - mx) * ((ys[i] as number) - my);
+    sxx += (x - mx) ** 2;
+  });
+  const b = sxx === 0 ? 0 : sxy / sxx;
+  return { a: my - b * mx, b };
+}
+
+/**
+ * CPU per round = a + b × calls, fitted over the round sizes, per side and process: `a` is what a
+ * round costs whatever its size, `b` what each call adds (the per-call floor as rounds grow).
+ */
+export function roundCosts(points: readonly PointResult[]) {
+  if (points.length < 2) return [];
+  const sizes = points.map((p) => p.roundSize);
+  return (['ours', 'peer'] as const).map((side) => {
+    const labels = Object.keys(points[0]?.[side].cpuUsPerCall ?? {});
+    const perRound = (l: string) => points.map((p) => (p[side].cpuUsPerCall[l] ?? 0) * p.roundSize);
+    const total = fitLine(
+      sizes,
+      points.map((p) => p[side].totalCpuUsPerCall * p.roundSize),
+    );
+    return { side, total, byProcess: Object.fromEntries(labels.map((l) => [l, fitLine(sizes, perRound(l))])) };
+  });
+}
+
+function roundCostLines(points: readonly PointResult[]): string[] {
+  return roundCosts(points).map(
+    (c) =>
+      `  ${c.side} CPU per round ≈ ${c.total.a.toFixed(0)} µs + ${c.total.b.toFixed(0)} µs × calls (${Object.entries(
+        c.byProcess,
+      )
+        .map(([l, f]) => `${l} ${f.a.toFixed(0)} + ${f.b.toFixed(0)}×`)
+        .join(', ')})`,
+  );
 }

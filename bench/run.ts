@@ -1,9 +1,11 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
 // BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them; without it, all but shards (a
 // Redis Cluster of its own, for TD_QUEUE_SHARDS).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
-import { benchHttp, httpOptionsFromEnv, printHttp } from './http.js';
+import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp } from './http.js';
 import { benchMcp } from './mcp.js';
 import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 
@@ -62,6 +64,12 @@ if (only === undefined || only === 'mcp') {
 }
 
 if (only === undefined || only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
+
+// BENCH_ONLY=http-print: the tables of the last HTTP run again, from bench/results/http.json.
+if (only === 'http-print') {
+  const file = path.join(httpOptionsFromEnv().resultsDir, 'http.json');
+  printHttp(JSON.parse(readFileSync(file, 'utf8')) as HttpFigures);
+}
 
 if (only === 'shards') {
   const http = httpOptionsFromEnv();
