@@ -338,9 +338,13 @@ export async function benchHttp(options: HttpOptions, progress: (s: string) => v
 }
 
 function writeResults(figures: HttpFigures): void {
-  const dir = figures.options.resultsDir;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'http.json'), `${JSON.stringify(figures, null, 2)}\n`);
+  mkdirSync(figures.options.resultsDir, { recursive: true });
+  writeFileSync(path.join(figures.options.resultsDir, 'http.json'), `${JSON.stringify(figures, null, 2)}\n`);
+  writeHttpCharts(figures, figures.options.resultsDir);
+}
+
+/** The SVG charts of a run's figures, into `dir`. */
+export function writeHttpCharts(figures: HttpFigures, dir: string): void {
   const both = (points: PointResult[], x: (p: PointResult) => number, y: (s: SideSummary) => number, what = '') =>
     (['ours', 'peer'] as const).map(
       (side): ChartSeries => ({

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
-import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp } from './http.js';
+import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp, writeHttpCharts } from './http.js';
 import { benchMcp } from './mcp.js';
 import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 
@@ -65,10 +65,12 @@ if (only === undefined || only === 'mcp') {
 
 if (only === undefined || only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
 
-// BENCH_ONLY=http-print: the tables of the last HTTP run again, from bench/results/http.json.
+// BENCH_ONLY=http-print: the tables of the last HTTP run again, and its charts redrawn, from bench/results/http.json.
 if (only === 'http-print') {
   const file = path.join(httpOptionsFromEnv().resultsDir, 'http.json');
-  printHttp(JSON.parse(readFileSync(file, 'utf8')) as HttpFigures);
+  const figures = JSON.parse(readFileSync(file, 'utf8')) as HttpFigures;
+  writeHttpCharts(figures, path.dirname(file));
+  printHttp(figures);
 }
 
 if (only === 'shards') {

@@ -98,7 +98,8 @@ export function lineChartSvg(chart: LineChart): string {
   const py = (y: number) => MARGIN.top + plotH - scale(y, y0, y1, logY) * plotH;
   const r = (v: number) => v.toFixed(1);
   const out: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<title>${escapeXml(chart.title)}</title>`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(chart.title)}</text>`,
     `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`,
