@@ -13,10 +13,24 @@ export interface Reply {
 
 /** A keep-alive HTTP client with room for one socket per session. */
 export class LoadClient {
-  readonly agent: Agent;
+  private agent: Agent;
 
-  constructor(sockets: number) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: sockets, maxFreeSockets: sockets, scheduling: 'lifo' });
+  constructor(private readonly sockets: number) {
+    this.agent = this.newAgent();
+  }
+
+  private newAgent(): Agent {
+    return new Agent({ keepAlive: true, maxSockets: this.sockets, maxFreeSockets: this.sockets, scheduling: 'lifo' });
+  }
+
+  /**
+   * Drops the idle keep-alive sockets. Between slices a side's sockets sit idle for the other side's
+   * whole slice, longer than a server's keep-alive timeout at 5000 sessions, and reusing a socket
+   * the server is closing ends the request ECONNRESET: a bench artifact, not the server's answer.
+   */
+  reset(): void {
+    this.agent.destroy();
+    this.agent = this.newAgent();
   }
 
   /** One JSON request; rejects on a lost connection or after `timeoutMs`. */
@@ -138,6 +152,7 @@ export async function runSlice(client: LoadClient, stack: Stack, load: SliceLoad
   };
   const latenciesMs: number[] = [];
   let rounds = 0;
+  client.reset();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const until = t0 + load.ms;
