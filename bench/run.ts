@@ -1,8 +1,13 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|mcp runs one of them.
+// BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them; without it, all but shards (a
+// Redis Cluster of its own, for TD_QUEUE_SHARDS).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
+import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp, writeHttpCharts } from './http.js';
 import { benchMcp } from './mcp.js';
+import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2000);
@@ -56,4 +61,19 @@ if (only === undefined || only === 'mcp') {
   console.log(
     `  schemas    ${m.deferredChars} chars sent with deferral (openai tools array + turn context) vs ${m.fullChars} chars of all ${m.tools} full definitions: ${(m.fullChars / m.deferredChars).toFixed(1)}× less`,
   );
+}
+
+if (only === undefined || only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
+
+// BENCH_ONLY=http-print: the tables of the last HTTP run again, and its charts redrawn, from bench/results/http.json.
+if (only === 'http-print') {
+  const file = path.join(httpOptionsFromEnv().resultsDir, 'http.json');
+  const figures = JSON.parse(readFileSync(file, 'utf8')) as HttpFigures;
+  writeHttpCharts(figures, path.dirname(file));
+  printHttp(figures);
+}
+
+if (only === 'shards') {
+  const http = httpOptionsFromEnv();
+  printShards(await benchShards(shardsOptionsFromEnv(process.env, http.resultsDir, http.workerConcurrency), progress));
 }
