@@ -52,9 +52,21 @@ class OnceExecutor implements Executor {
   async close(): Promise<void> {}
 }
 
-/** A MemoryStore whose next `failCommits` commits throw, as when Redis is away. */
+/**
+ * A MemoryStore whose next `failCommits` commits throw, as when Redis is away, and whose next
+ * `loseBeginReplies` beginRounds are stored and then throw (Redis ran it; the reply was lost).
+ */
 class FlakyStore extends MemoryStore {
   failCommits = 0;
+  loseBeginReplies = 0;
+  override async beginRound(input: Parameters<MemoryStore['beginRound']>[0]) {
+    const begun = await super.beginRound(input);
+    if (this.loseBeginReplies > 0) {
+      this.loseBeginReplies--;
+      throw new Error('Reached the max retries per request limit (which is 3).');
+    }
+    return begun;
+  }
   override async commitRound(input: Parameters<MemoryStore['commitRound']>[0]) {
     if (this.failCommits > 0) {
       this.failCommits--;
@@ -179,6 +191,31 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect(executor.runs).toHaveLength(1);
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
     await a.close();
+  });
+
+  it('is run by its own coordinator when its beginning was stored but the reply lost, and a retry under its key gets the answer', async () => {
+    const { store, executor, a, b } = await twoCoordinators();
+    await a.startRecovery(20);
+    await b.startRecovery(20);
+    executor.release();
+    const round = {
+      session: 's1',
+      run: 'r1',
+      calls: [{ id: 'c1', name: 'calculate', args: { expression: '7' } }],
+      idempotencyKey: 'k-lost',
+    };
+    store.loseBeginReplies = 1;
+    await expect(a.submitRound(round)).rejects.toThrow(/max retries/);
+    // The client retries on the other coordinator: the key is held by a's round, which a resumes.
+    const retried = await Promise.race([
+      b.submitRound(round),
+      sleep(2_000).then(() => 'still waiting for a round nobody runs' as const),
+    ]);
+    expect(retried).toMatchObject({ results: [{ id: 'c1', status: 'ok', output: { value: '7' } }] });
+    expect(executor.runs).toHaveLength(1);
+    expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
+    await a.close();
+    await b.close();
   });
 
   it('is given up after its retries: a retry under its key hears round_failed instead of waiting', async () => {
