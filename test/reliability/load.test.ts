@@ -157,7 +157,7 @@ describe('under load: sessions × rounds of mixed calls on two coordinators and 
       const recovery: Record<string, { ms: number; caught: number }> = {};
       const settle = () => new Promise((r) => setTimeout(r, LONG ? 10_000 : 1_000));
       // TD_FAULTS=worker,redis (say) runs only those, for a look at one fault; by default all four.
-      const only = process.env.TD_FAULTS?.split(',');
+      const only = process.env.TD_FAULTS ? process.env.TD_FAULTS.split(',') : undefined;
       const runs = (name: string) => !only || only.includes(name);
       let dropped = 0;
       // Faults begin once every session is past its set-up and running rounds.
