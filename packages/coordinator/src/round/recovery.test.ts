@@ -39,8 +39,10 @@ class OnceExecutor implements Executor {
     return outcome;
   }
 
+  /** The handlers live workers announce (none while their announcements lapsed, Redis away). */
+  handlers: ReadonlySet<string> = new Set(['calculate', 'run_command']);
   async handlerNames(): Promise<ReadonlySet<string>> {
-    return new Set(['calculate', 'run_command']);
+    return this.handlers;
   }
 
   /** What coordinators said they committed: round, call indexes, origin. */
@@ -216,6 +218,29 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
     await a.close();
     await b.close();
+  });
+
+  it('answers a resumed call with its recorded outcome, not unknown, while no worker is announced', async () => {
+    const setup = await twoCoordinators();
+    const { store, executor, a } = setup;
+    await a.startRecovery(20);
+    executor.release();
+    const round = {
+      session: 's1',
+      run: 'r1',
+      calls: [{ id: 'c1', name: 'calculate', args: { expression: '5' } }],
+      idempotencyKey: 'k-5',
+    };
+    store.failCommits = 1;
+    // The call runs, the commit fails (Redis away), and the workers' announcements lapse meanwhile.
+    const first = expect(a.submitRound(round)).rejects.toThrow(/Connection is closed/);
+    await until(() => executor.runs.length === 1);
+    executor.handlers = new Set();
+    await first;
+    const retried = await a.submitRound(round);
+    expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '5' } }]);
+    expect(executor.runs).toHaveLength(1);
+    await a.close();
   });
 
   it('is given up after its retries: a retry under its key hears round_failed instead of waiting', async () => {
