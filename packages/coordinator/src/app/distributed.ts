@@ -108,7 +108,14 @@ export async function createDistributedEngine(
   const prefix = config.prefix;
   // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
   const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
-  const executor = new QueueExecutor({ target, connection, prefix, onError: onceInARow(log, 'queue') });
+  const executor = new QueueExecutor({
+    target,
+    connection,
+    prefix,
+    onError: onceInARow(log, 'queue'),
+    finishedJobRetentionMs: config.finishedJobRetentionMs,
+    outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
+  });
   await executor.waitUntilReady();
   const engine = new Engine({
     config,
