@@ -1,6 +1,6 @@
+import { DEFAULT_FINISHED_JOB_RETENTION_MS, DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS } from './config.js';
 import type { ExecJob, ExecOutcome, InputReply, InputRequest, QueueClass } from './execution.js';
 import type { AnnouncedTool, McpServerStatus } from './mcp.js';
-import { DEFAULT_FINISHED_JOB_RETENTION_MS, DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS } from './config.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
 
 /**
