@@ -169,8 +169,9 @@ describe('under load: a handler ignoring its abort, and a worker blocked past it
     expect(stubbornRounds.length).toBeGreaterThan(0);
     expect(stubbornFigures.statuses).toEqual({ 'error/timeout': tokens.length });
     expect(stubbornPerRun).toBeGreaterThan(5);
-    // Each ran once: not re-run after its timeout, and not stopped either (it ignores the abort).
-    expect([stubbornFigures.ranTwice, stubbornFigures.ranNever]).toEqual([0, 0]);
+    // None ran twice: not re-run after its timeout. (One whose deadline passed before a worker had a
+    // slot for it never ran: ranNever, seen under the long form's 100 sessions.)
+    expect(stubbornFigures.ranTwice).toBe(0);
 
     // 2. A serial call, then a concurrent one, blocking its worker's event loop for 12 s.
     for (const tool of ['ext_block', 'ext_block_c'] as const) {
