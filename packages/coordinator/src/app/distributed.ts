@@ -39,6 +39,13 @@ const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
   searchUrl: config.searchUrl,
 });
 
+/** What the QueueExecutor takes from the config: its prefix and how long its bookkeeping stays in Redis. */
+const queueOptionsOf = (config: DispatchConfig) => ({
+  prefix: config.prefix,
+  finishedJobRetentionMs: config.finishedJobRetentionMs,
+  outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
+});
+
 /** Logs an infrastructure error once per distinct message in a row (reconnect loops repeat them). */
 function onceInARow(log: (line: string) => void, label: string): (e: Error) => void {
   let last = '';
@@ -109,12 +116,10 @@ export async function createDistributedEngine(
   // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
   const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
   const executor = new QueueExecutor({
+    ...queueOptionsOf(config),
     target,
     connection,
-    prefix,
     onError: onceInARow(log, 'queue'),
-    finishedJobRetentionMs: config.finishedJobRetentionMs,
-    outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
   });
   await executor.waitUntilReady();
   const engine = new Engine({
