@@ -19,9 +19,19 @@ export class CliProcesses {
   readonly procs: Proc[] = [];
 
   /** Starts `tool-dispatch <args> --port <free>` and resolves once its output matches `waitFor`. */
-  async start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+  start(args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+    return this.spawnReady(bin, args, env, waitFor, args[0] ?? 'tool-dispatch');
+  }
+
+  /** Starts a TypeScript script of the repository (tsx, td-source) as `start` does: `<script> <args> --port <free>`. */
+  startScript(script: string, args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+    const node = ['--conditions=td-source', '--import', 'tsx', path.join(root, script)];
+    return this.spawnReady(process.execPath, [...node, ...args], env, waitFor, `${script} ${args.join(' ')}`);
+  }
+
+  private async spawnReady(file: string, args: string[], env: Record<string, string>, waitFor: RegExp, what: string) {
     const port = await freePort();
-    const child = spawn(bin, [...args, '--port', String(port)], {
+    const child = spawn(file, [...args, '--port', String(port)], {
       cwd: root,
       env: { ...process.env, ...env },
       detached: true,
@@ -30,7 +40,7 @@ export class CliProcesses {
     const proc: Proc = { child, output: [], port };
     this.procs.push(proc);
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${proc.output.join('')}`)), 60_000);
+      const timer = setTimeout(() => reject(new Error(`${what} did not start:\n${proc.output.join('')}`)), 90_000);
       const onData = (d: Buffer) => {
         proc.output.push(d.toString());
         if (waitFor.test(proc.output.join(''))) {
@@ -40,7 +50,7 @@ export class CliProcesses {
       };
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}):\n${proc.output.join('')}`)));
+      child.once('exit', (code) => reject(new Error(`${what} exited (${code}):\n${proc.output.join('')}`)));
     });
     return proc;
   }

@@ -10,6 +10,7 @@ import type { LimitTarget } from './limit-target.js';
 /** Per-round figures a fault report is made of. */
 export interface RoundRecord {
   session: string;
+  run: string;
   round: number;
   startedAt: number;
   answeredAt: number | undefined;
@@ -18,6 +19,17 @@ export interface RoundRecord {
   statuses: string[];
   /** The run_command's status (with its error code, when it failed). */
   command: string;
+  /** Calls sent in the round (the mixed calls and any `extraCalls`). */
+  callCount: number;
+  /** The extra calls' statuses, `status` or `status/code`, in order (LoadOptions.extraCalls). */
+  extras: string[];
+}
+
+/** A call as a round carries it. */
+export interface LoadCall {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
 }
 
 export interface LoadOptions {
@@ -30,6 +42,13 @@ export interface LoadOptions {
   /** How long each GET and the command's own request stay in flight at the target. */
   holdMs?: number;
   label?: string;
+  /**
+   * Calls put before a round's mixed calls (a fault under test), asked for each round as it
+   * starts; their results are kept apart in `RoundRecord.extras`.
+   */
+  extraCalls?: (session: string, round: number) => LoadCall[];
+  /** Tools `extraCalls` may call: their schemas are fetched (find_tools) in each session's first round. */
+  extraTools?: readonly string[];
 }
 
 export interface LoadReport {
@@ -117,7 +136,9 @@ async function runSession(
   if (!(await submit(options, base, { provider: 'claude-code', autoApprove: 'all' }, undefined)))
     throw new Error(`session ${session} could not be created`);
   // claude-code: a tool's first call answers its schema; this round shows them all and seeds the file.
-  const schemaRound = callsOf(options.target, session, 0, 'seed', holdMs);
+  const schemaRound: LoadCall[] = callsOf(options.target, session, 0, 'seed', holdMs);
+  if (options.extraTools?.length)
+    schemaRound.push({ id: 'extra', name: 'find_tools', args: { names: [...options.extraTools] } });
   await submit(options, `${base}/runs/${run}/rounds`, { calls: schemaRound }, `${session}-schema`);
   await submit(
     options,
@@ -127,15 +148,19 @@ async function runSession(
   );
   for (let round = 1; Date.now() < until.at; round++) {
     const token = `tok-${session}-${round}`;
-    const calls = callsOf(options.target, session, round, token, holdMs);
+    const extra = options.extraCalls?.(session, round) ?? [];
+    const calls = [...extra, ...callsOf(options.target, session, round, token, holdMs)];
     const record: RoundRecord = {
       session,
+      run,
       round,
       startedAt: Date.now(),
       answeredAt: undefined,
       attempts: 0,
       statuses: [],
       command: 'unanswered',
+      callCount: calls.length,
+      extras: [],
     };
     records.push(record);
     const answer = await submit(options, `${base}/runs/${run}/rounds`, { calls }, `${session}-r${round}`);
@@ -144,8 +169,10 @@ async function runSession(
     record.attempts = answer.attempts;
     const results = answer.json.results ?? [];
     record.statuses = results.map((r) => r.status);
-    const cmd = results[calls.length - 1];
-    record.command = cmd ? (cmd.error ? `${cmd.status}/${cmd.error.code}` : cmd.status) : 'absent';
+    const statusOf = (r: { status: string; error?: { code: string } } | undefined) =>
+      r ? (r.error ? `${r.status}/${r.error.code}` : r.status) : 'absent';
+    record.command = statusOf(results[calls.length - 1]);
+    record.extras = extra.map((_, i) => statusOf(results[i]));
   }
 }
 
@@ -207,8 +234,7 @@ export async function recovered(
 }
 
 async function reportOf(options: LoadOptions, rounds: RoundRecord[], durationMs: number): Promise<LoadReport> {
-  const expectedCalls = callsOf(options.target, 'r', 0, 't', 0).length;
-  const lost = rounds.filter((r) => r.answeredAt === undefined || r.statuses.length !== expectedCalls).length;
+  const lost = rounds.filter((r) => r.answeredAt === undefined || r.statuses.length !== r.callCount).length;
   const statusCounts: Record<string, number> = {};
   for (const r of rounds) for (const s of r.statuses) statusCounts[s] = (statusCounts[s] ?? 0) + 1;
   const twice: string[] = [];

@@ -55,3 +55,16 @@ describe('TD_QUEUE_SHARDS', () => {
     expect(() => resolveConfig({}, { TD_QUEUE_SHARDS: '65' })).toThrow('TD_QUEUE_SHARDS must be at most 64, got 65');
   });
 });
+
+describe('TD_FINISHED_JOB_RETENTION_MS and TD_OUTCOME_AFTER_COMMIT_TTL_MS', () => {
+  it('keeps completed jobs an hour and committed outcomes 10 minutes unless told otherwise', () => {
+    const defaults = resolveConfig({}, {});
+    expect(defaults.finishedJobRetentionMs).toBe(60 * 60_000);
+    expect(defaults.outcomeAfterCommitTtlMs).toBe(10 * 60_000);
+    const short = resolveConfig({}, { TD_FINISHED_JOB_RETENTION_MS: '3000', TD_OUTCOME_AFTER_COMMIT_TTL_MS: '2000' });
+    expect([short.finishedJobRetentionMs, short.outcomeAfterCommitTtlMs]).toEqual([3000, 2000]);
+    expect(() => resolveConfig({}, { TD_FINISHED_JOB_RETENTION_MS: '-1' })).toThrow(
+      'TD_FINISHED_JOB_RETENTION_MS must be a positive integer, got "-1"',
+    );
+  });
+});

@@ -19,6 +19,10 @@ export const MAX_QUEUE_SHARDS = 64;
  * write) and in embedded mode (swept from memory) alike.
  */
 export const DEFAULT_SESSION_TTL_MS = 7 * 24 * 60 * 60_000;
+/** TD_FINISHED_JOB_RETENTION_MS: how long BullMQ keeps a completed job (an enqueue under its id is a no-op meanwhile). */
+export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
+/** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed call's outcome key stays (a redelivery after a worker died reads it). */
+export const DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 
 /** Largest HTTP request body; more is 413. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -63,6 +67,14 @@ export interface DispatchConfig {
    * (in addition to Node's roots) by every Redis connection of a `rediss://` URL, and only by those.
    */
   redisTlsCaFile: string | undefined;
+  /**
+   * TD_FINISHED_JOB_RETENTION_MS and TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long the queue's
+   * bookkeeping outlives a committed round in Redis (completed BullMQ jobs, outcome keys). Shorter
+   * gives Redis's key count back sooner; each must stay well above JOB_LOCK_MS + STALLED_INTERVAL_MS
+   * (a job redelivered after its worker died must still find them).
+   */
+  finishedJobRetentionMs: number;
+  outcomeAfterCommitTtlMs: number;
 }
 
 export type DispatchConfigOptions = Partial<DispatchConfig>;
@@ -129,5 +141,15 @@ export function resolveConfig(
     sessionTtlMs:
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
+    finishedJobRetentionMs:
+      options.finishedJobRetentionMs ??
+      positiveInt(env.TD_FINISHED_JOB_RETENTION_MS, DEFAULT_FINISHED_JOB_RETENTION_MS, 'TD_FINISHED_JOB_RETENTION_MS'),
+    outcomeAfterCommitTtlMs:
+      options.outcomeAfterCommitTtlMs ??
+      positiveInt(
+        env.TD_OUTCOME_AFTER_COMMIT_TTL_MS,
+        DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS,
+        'TD_OUTCOME_AFTER_COMMIT_TTL_MS',
+      ),
   };
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
+import { DEFAULT_FINISHED_JOB_RETENTION_MS, DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS } from './config.js';
 import type { ExecJob, ExecOutcome, InputReply, InputRequest, QueueClass } from './execution.js';
 import type { AnnouncedTool, McpServerStatus } from './mcp.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
@@ -92,9 +93,9 @@ export const OUTCOME_TTL_MS = 24 * 60 * 60_000;
  * it only has to outlive a redelivery of its job after a worker died (lock and stalled check
  * well within this), and an output is not kept in Redis twice for a day.
  */
-export const OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
-/** How long finished jobs stay in BullMQ (so an enqueue with the same job id is a no-op). */
-export const FINISHED_JOB_RETENTION_S = 60 * 60;
+export const OUTCOME_AFTER_COMMIT_TTL_MS = DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS;
+/** How long finished jobs stay in BullMQ (so an enqueue with the same job id is a no-op); TD_FINISHED_JOB_RETENTION_MS. */
+export const FINISHED_JOB_RETENTION_S = DEFAULT_FINISHED_JOB_RETENTION_MS / 1000;
 /** How long a cancellation mark waits for a worker that has not started the job yet. */
 export const CANCEL_TTL_MS = 10 * 60_000;
 /** A results stream no coordinator reads expires after this. */

@@ -48,6 +48,9 @@ Environment (docs/api.md):
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)
   TD_REDIS_TLS_CA        PEM file of the CA Redis's certificate is signed by (rediss:// URLs only)
+  TD_FINISHED_JOB_RETENTION_MS  how long completed queue jobs stay in Redis (default 1 hour)
+  TD_OUTCOME_AFTER_COMMIT_TTL_MS  how long a committed call's outcome key stays (default 10 minutes);
+                         keep both well above 10 s (a job redelivered after its worker died reads them)
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:

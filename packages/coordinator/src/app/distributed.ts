@@ -41,6 +41,13 @@ const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
   searchUrl: config.searchUrl,
 });
 
+/** What the QueueExecutor takes from the config: its prefix and how long its bookkeeping stays in Redis. */
+const queueOptionsOf = (config: DispatchConfig) => ({
+  prefix: config.prefix,
+  finishedJobRetentionMs: config.finishedJobRetentionMs,
+  outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
+});
+
 /** Logs an infrastructure error once per distinct message in a row (reconnect loops repeat them). */
 function onceInARow(log: (line: string) => void, label: string): (e: Error) => void {
   let last = '';
@@ -97,9 +104,9 @@ async function startQueueExecutor(
 ): Promise<QueueExecutor> {
   const { target, connection } = redisTarget(config);
   const executor = new QueueExecutor({
+    ...queueOptionsOf(config),
     target,
     connection,
-    prefix: config.prefix,
     queueShards: config.queueShards,
     onShardMismatch: log,
     onError: onceInARow(log, 'queue'),

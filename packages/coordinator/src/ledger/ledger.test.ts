@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
+import { runScript } from '../support/redis-client.js';
+import { adoptScript } from './lua/adopt-4.lua.js';
 import { MemoryLedger } from './memory.js';
 import { RedisLedger } from './redis.js';
 import type { RoundLedger } from './round-ledger.js';
@@ -87,5 +89,27 @@ describe.each([
     await ledger.leave('a');
     await sleep(40);
     expect(await ledger.adoptLapsed('b', Date.now())).toBeNull();
+  });
+});
+
+describe('RedisLedger on Redis', () => {
+  it('answers an adoption run twice (resent after a dropped connection) with the same rounds, to its adopter only', async () => {
+    const prefix = randomPrefix();
+    const ledger = new RedisLedger(redis, prefix);
+    await ledger.heartbeat('a', 20, []);
+    await ledger.track({ session: 's1', run: 'r1', round: 'rnd_1' }, 'a');
+    await sleep(40);
+    const tag = `${prefix}:{coordinators}`;
+    const adopt = (adopter: string) =>
+      runScript(
+        redis,
+        adoptScript,
+        [`${tag}:alive`, `${tag}:rounds:a`, `${tag}:rounds:${adopter}`, `${tag}:adopted:a`],
+        ['a', Date.now(), 60_000, adopter, 60_000],
+      );
+    expect(await adopt('b')).toEqual(['s1|r1|rnd_1']);
+    // The same command again, as ioredis resends one whose reply was lost: b still gets its rounds.
+    expect(await adopt('b')).toEqual(['s1|r1|rnd_1']);
+    expect(await adopt('c')).toBeNull();
   });
 });

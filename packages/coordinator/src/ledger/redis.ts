@@ -1,11 +1,13 @@
 import type { RoundRef } from '../model.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
-import { adoptScript, parseAdoptReply } from './lua/adopt-3.lua.js';
+import { adoptScript, parseAdoptReply } from './lua/adopt-4.lua.js';
 import { heartbeatScript, parseHeartbeatReply } from './lua/heartbeat-2.lua.js';
 import { parseRoundMember, type RoundLedger, roundMember } from './round-ledger.js';
 
 /** How long the liveness set and a coordinator's round list outlive its last heartbeat. */
 const LIST_TTL_MS = 24 * 60 * 60_000;
+/** How long an adoption's record answers its adopter's resent script (adopt-4). */
+const ADOPTED_TTL_MS = 60_000;
 /** Lapsed coordinators looked at per adoption attempt. */
 const SCAN = 10;
 
@@ -41,8 +43,9 @@ export class RedisLedger implements RoundLedger {
     const lapsed = await this.redis.zrangebyscore(this.alive, '-inf', `(${now}`, 'LIMIT', 0, SCAN);
     for (const from of lapsed) {
       if (from === owner) continue;
-      const keys = [this.alive, this.list(from), this.list(owner)];
-      const members = parseAdoptReply(await runScript(this.redis, adoptScript, keys, [from, now, LIST_TTL_MS]));
+      const keys = [this.alive, this.list(from), this.list(owner), `${this.prefix}:{coordinators}:adopted:${from}`];
+      const args = [from, now, LIST_TTL_MS, owner, ADOPTED_TTL_MS];
+      const members = parseAdoptReply(await runScript(this.redis, adoptScript, keys, args));
       if (!members) continue; // renewed, or another coordinator adopted it first
       return { from, rounds: members.map(parseRoundMember).filter((r) => r !== undefined) };
     }

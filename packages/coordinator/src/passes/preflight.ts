@@ -1,4 +1,4 @@
-import type { Executor } from '@tool-dispatch/shared';
+import type { Executor, ToolSpec } from '@tool-dispatch/shared';
 import type {
   DedupeEntry,
   KnownKey,
@@ -42,6 +42,25 @@ export async function runnableTools(
 }
 
 /**
+ * The tools pass 1 lets run. A resumed round (taken over, or this coordinator's own that failed
+ * part way) may have run its calls already, their outcomes recorded under their ids: each tool with
+ * a definition counts, so such a call gets its recorded outcome, never `unknown` because no worker
+ * was announced just then (announcements lapse while Redis is away). A call no worker takes ends
+ * in the queue at its deadline instead.
+ */
+async function runnableFor(
+  executor: Pick<Executor, 'handlerNames'>,
+  ctx: RoundContext,
+  specs: ReadonlyMap<string, ToolSpec>,
+): Promise<Set<string>> {
+  const names = await runnableTools(executor, ctx.session);
+  if (ctx.origin === undefined) return names;
+  const client = new Set(ctx.session.clientTools.map((t) => t.name));
+  for (const [name, spec] of specs) if (spec.kind !== 'client' && !client.has(name)) names.add(name);
+  return names;
+}
+
+/**
  * Pass 1 (DESIGN.md): reads the session's view of the catalog and the run's dedupe and cache
  * entries (those read with the round's begin are not read again), decides each call with the
  * rules, then stores the schemas it fetched.
@@ -61,7 +80,7 @@ export async function preflightPass(
     loaded: loadedSet(state.provider, specs, state.clientTools),
     fetched,
     specs,
-    runnable: await runnableTools(deps.executor, state),
+    runnable: await runnableFor(deps.executor, ctx, specs),
     autoApprove: state.autoApprove,
     ...(read ? { knownKeys: read.known } : {}),
     findDedupe: async (keys) =>

@@ -39,8 +39,10 @@ class OnceExecutor implements Executor {
     return outcome;
   }
 
+  /** The handlers live workers announce (none while their announcements lapsed, Redis away). */
+  handlers: ReadonlySet<string> = new Set(['calculate', 'run_command']);
   async handlerNames(): Promise<ReadonlySet<string>> {
-    return new Set(['calculate', 'run_command']);
+    return this.handlers;
   }
 
   /** What coordinators said they committed: round, call indexes, origin. */
@@ -52,9 +54,21 @@ class OnceExecutor implements Executor {
   async close(): Promise<void> {}
 }
 
-/** A MemoryStore whose next `failCommits` commits throw, as when Redis is away. */
+/**
+ * A MemoryStore whose next `failCommits` commits throw, as when Redis is away, and whose next
+ * `loseBeginReplies` beginRounds are stored and then throw (Redis ran it; the reply was lost).
+ */
 class FlakyStore extends MemoryStore {
   failCommits = 0;
+  loseBeginReplies = 0;
+  override async beginRound(input: Parameters<MemoryStore['beginRound']>[0]) {
+    const begun = await super.beginRound(input);
+    if (this.loseBeginReplies > 0) {
+      this.loseBeginReplies--;
+      throw new Error('Reached the max retries per request limit (which is 3).');
+    }
+    return begun;
+  }
   override async commitRound(input: Parameters<MemoryStore['commitRound']>[0]) {
     if (this.failCommits > 0) {
       this.failCommits--;
@@ -178,6 +192,54 @@ describe('a round whose coordinator stops renewing its lease', () => {
     expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '3' } }]);
     expect(executor.runs).toHaveLength(1);
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
+    await a.close();
+  });
+
+  it('is run by its own coordinator when its beginning was stored but the reply lost, and a retry under its key gets the answer', async () => {
+    const { store, executor, a, b } = await twoCoordinators();
+    await a.startRecovery(20);
+    await b.startRecovery(20);
+    executor.release();
+    const round = {
+      session: 's1',
+      run: 'r1',
+      calls: [{ id: 'c1', name: 'calculate', args: { expression: '7' } }],
+      idempotencyKey: 'k-lost',
+    };
+    store.loseBeginReplies = 1;
+    await expect(a.submitRound(round)).rejects.toThrow(/max retries/);
+    // The client retries on the other coordinator: the key is held by a's round, which a resumes.
+    const retried = await Promise.race([
+      b.submitRound(round),
+      sleep(2_000).then(() => 'still waiting for a round nobody runs' as const),
+    ]);
+    expect(retried).toMatchObject({ results: [{ id: 'c1', status: 'ok', output: { value: '7' } }] });
+    expect(executor.runs).toHaveLength(1);
+    expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
+    await a.close();
+    await b.close();
+  });
+
+  it('answers a resumed call with its recorded outcome, not unknown, while no worker is announced', async () => {
+    const setup = await twoCoordinators();
+    const { store, executor, a } = setup;
+    await a.startRecovery(20);
+    executor.release();
+    const round = {
+      session: 's1',
+      run: 'r1',
+      calls: [{ id: 'c1', name: 'calculate', args: { expression: '5' } }],
+      idempotencyKey: 'k-5',
+    };
+    store.failCommits = 1;
+    // The call runs, the commit fails (Redis away), and the workers' announcements lapse meanwhile.
+    const first = expect(a.submitRound(round)).rejects.toThrow(/Connection is closed/);
+    await until(() => executor.runs.length === 1);
+    executor.handlers = new Set();
+    await first;
+    const retried = await a.submitRound(round);
+    expect(retried.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '5' } }]);
+    expect(executor.runs).toHaveLength(1);
     await a.close();
   });
 

@@ -58,6 +58,16 @@ export class RoundRecovery {
     return this.options.ledger.track(ref, this.options.coordinatorId);
   }
 
+  /**
+   * A round whose beginning failed with its outcome unknown: Redis may have stored it and lost
+   * only the reply (a connection dropped mid-command). Stranded, it is resumed by the timer if it
+   * was stored (else nobody would run it, and a retry under its key would wait for it forever),
+   * and forgotten if it was not.
+   */
+  unsure(ref: RoundRef): void {
+    this.strand(ref);
+  }
+
   /** A round that needs no more of this coordinator (answered from the store, or done): off its list at the next heartbeat. */
   release(ref: RoundRef): void {
     this.finished.push(ref);

@@ -6,6 +6,7 @@ import { isDedupable } from '../rules/dedupe.js';
 import { normalizeCall, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
+import type { BeginRound } from '../store/store.js';
 import type { ActiveRuns } from './active-runs.js';
 import { awaitRound } from './await-round.js';
 import type { RoundRecovery } from './recovery.js';
@@ -35,23 +36,26 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
-  const beginning = withinPatience(
-    store.beginRound({
-      ...ref,
-      idempotencyKey: input.idempotencyKey,
-      // Only a retry under the same key compares it.
-      callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
-      ...(owner ? { owner, calls: stored } : {}),
-      ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
-      ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
-    }),
-  );
-  // Nothing begun (the store failed or did not answer): the round is not this coordinator's to finish.
-  const begin = await beginning.catch((e: unknown) => {
-    r.recovery?.release(ref);
+  let begin: BeginRound;
+  try {
+    begin = await withinPatience(
+      store.beginRound({
+        ...ref,
+        idempotencyKey: input.idempotencyKey,
+        // Only a retry under the same key compares it.
+        callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
+        ...(owner ? { owner, calls: stored } : {}),
+        ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
+        ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+      }),
+    );
+    await tracked;
+  } catch (e) {
+    // Failed, not answered in time, or only its reply lost (the round stored, its key held):
+    // resumed later if it was stored.
+    r.recovery?.unsure(ref);
     throw e;
-  });
-  await tracked;
+  }
   if (begin.kind !== 'new') r.recovery?.release(ref);
   switch (begin.kind) {
     case 'no_session':

@@ -85,6 +85,38 @@ describe('RedisStore on Redis', () => {
     await deleteKeys(prefix);
   });
 
+  it('answers a beginRound run twice for one round (resent after a reconnect) new both times, writing it once', async () => {
+    const prefix = randomPrefix();
+    const store = new RedisStore({ redis, prefix, events: {} });
+    await store.putSession(sessionS1);
+    const started = { round: 'rnd', run: 'r1', calls: [{ id: 'c1', name: 'calculate' }] };
+    const begin = () =>
+      store.beginRound({
+        session: 's1',
+        run: 'r1',
+        round: 'rnd',
+        idempotencyKey: 'k',
+        callsHash: 'h',
+        owner: 'a',
+        started,
+      });
+    expect((await begin()).kind).toBe('new');
+    // The same command again, as ioredis resends one whose reply was lost: still this round's to run.
+    expect((await begin()).kind).toBe('new');
+    const events = await redis.xrange(`${prefix}:{s:s1}:events`, '-', '+');
+    expect(events.filter(([, fields]) => fields.includes('round.started'))).toHaveLength(1);
+    // Another submission under the key is still answered with the round that holds it.
+    const retry = await store.beginRound({
+      session: 's1',
+      run: 'r1',
+      round: 'rnd_2',
+      idempotencyKey: 'k',
+      callsHash: 'h',
+    });
+    expect(retry).toMatchObject({ kind: 'existing', record: { round: 'rnd' } });
+    await deleteKeys(prefix);
+  });
+
   it("appends a round's events with its begin and its commit, to the stream RedisEventBus reads", async () => {
     const prefix = randomPrefix();
     const store = new RedisStore({ redis, prefix, events: {} });

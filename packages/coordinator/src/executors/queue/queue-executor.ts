@@ -79,6 +79,10 @@ export interface QueueExecutorOptions {
   queueShards?: number;
   /** Where a live worker consuming another number of shards is said (once per worker); default onError. */
   onShardMismatch?: (line: string) => void;
+  /** How long BullMQ keeps a completed job (TD_FINISHED_JOB_RETENTION_MS; default FINISHED_JOB_RETENTION_S). */
+  finishedJobRetentionMs?: number;
+  /** How long a committed round's outcome keys stay (TD_OUTCOME_AFTER_COMMIT_TTL_MS; default OUTCOME_AFTER_COMMIT_TTL_MS). */
+  outcomeAfterCommitTtlMs?: number;
 }
 
 /** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
@@ -150,6 +154,8 @@ export class QueueExecutor implements Executor {
   private readonly pollIntervalMs: number;
   private readonly overdueGraceMs: number;
   private readonly onError: (error: Error) => void;
+  private readonly finishedJobRetentionS: number;
+  private readonly outcomeAfterCommitTtlMs: number;
   private readonly pending = new Map<string, Pending>();
   private readonly gathering = new Map<string, Gathering>();
   /** Outcome keys of committed rounds, by namespace (coordinator), to shorten at the next poll. */
@@ -166,6 +172,9 @@ export class QueueExecutor implements Executor {
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
     this.onError = options.onError ?? (() => {});
+    // BullMQ counts a job's age in whole seconds.
+    this.finishedJobRetentionS = Math.ceil((options.finishedJobRetentionMs ?? FINISHED_JOB_RETENTION_S * 1000) / 1000);
+    this.outcomeAfterCommitTtlMs = options.outcomeAfterCommitTtlMs ?? OUTCOME_AFTER_COMMIT_TTL_MS;
     this.keys = redisKeys(options.prefix);
     this.resultsKey = this.keys.results(this.coordinatorId);
     const target = options.target ?? (options.redisUrl ? { url: options.redisUrl } : undefined);
@@ -224,7 +233,7 @@ export class QueueExecutor implements Executor {
     for (const keys of due) {
       for (let i = 0; i < keys.length; i += SHORTEN_CHUNK) {
         await runScript(this.redis, shortenOutcomesScript, keys.slice(i, i + SHORTEN_CHUNK), [
-          OUTCOME_AFTER_COMMIT_TTL_MS,
+          this.outcomeAfterCommitTtlMs,
         ]);
       }
     }
@@ -412,7 +421,7 @@ export class QueueExecutor implements Executor {
     const added = this.queueOf(first.queue, shard).add(names, payload, {
       jobId: carrier.jobId,
       attempts: 1,
-      removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+      removeOnComplete: { age: this.finishedJobRetentionS },
       removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
     });
     await Promise.all([marked, added]);

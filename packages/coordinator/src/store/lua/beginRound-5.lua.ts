@@ -18,11 +18,23 @@ export const beginRoundScript = defineScript(
   KEYS[5] the run's dedupe entries (HASH)  ARGV[12..] dedupe keys pass 1 will look up
   Returns {"new", <session HGETALL>, <HMGET of the dedupe keys>}, {"existing" | "conflict", <round id holding the key>},
   or {"no_session"} (nothing written) when the session does not exist.
+  Idempotent: run again for the same round (ioredis resends a command whose reply a dropped
+  connection lost), it writes nothing more and answers "new" again, not "existing" for its own round.
 ]]
 ${APPEND_EVENTS_LUA}
 local session = redis.call('HGETALL', KEYS[3])
 if #session == 0 then
   return {'no_session'}
+end
+local function dedupeFound()
+  if #ARGV > 11 then
+    return redis.call('HMGET', KEYS[5], unpack(ARGV, 12))
+  end
+  return {}
+end
+-- Round ids are new for each submission: a record under this one is this very call, run before.
+if redis.call('HEXISTS', KEYS[1], 'record') == 1 then
+  return {'new', session, dedupeFound()}
 end
 if ARGV[5] == '1' then
   local held = redis.call('GET', KEYS[2])
@@ -49,11 +61,7 @@ if ARGV[11] ~= '' then
   appendEvent(KEYS[4], ARGV[8], 'round.started', ARGV[11])
   keepEvents(KEYS[4], ARGV[9], ARGV[10])
 end
-local found = {}
-if #ARGV > 11 then
-  found = redis.call('HMGET', KEYS[5], unpack(ARGV, 12))
-end
-return {'new', session, found}
+return {'new', session, dedupeFound()}
 `,
 );
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseAdoptReply } from './adopt-3.lua.js';
+import { parseAdoptReply } from './adopt-4.lua.js';
 
 describe('parseAdoptReply', () => {
   it("reads the lapsed coordinator's round members", () => {
