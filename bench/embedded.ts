@@ -39,7 +39,11 @@ async function baseline(rounds: number): Promise<number> {
   return ((performance.now() - t0) * 1000) / (rounds * CALLS_PER_ROUND);
 }
 
-export async function benchEmbedded(rounds: number, progress: (s: string) => void): Promise<EmbeddedFigures> {
+/**
+ * An embedded engine with the no-op tool `bench_noop` (its schema fetched) in a temp workspace
+ * root, and `round(r)`: one round of CALLS_PER_ROUND calls of it through run_tool, in one of 50 runs.
+ */
+export async function startBenchEngine() {
   const root = mkdtempSync(path.join(tmpdir(), 'td-bench-'));
   const engine = await createEngine({
     config: resolveConfig({ workspaceRoot: root, mode: 'embedded' }, {}),
@@ -63,6 +67,11 @@ export async function benchEmbedded(rounds: number, progress: (s: string) => voi
         args: { name: 'bench_noop', args: { n: n++ } },
       })),
     });
+  return { engine, round, root };
+}
+
+export async function benchEmbedded(rounds: number, progress: (s: string) => void): Promise<EmbeddedFigures> {
+  const { engine, round, root } = await startBenchEngine();
   for (let r = 0; r < Math.min(200, rounds); r++) await round(r); // warm-up
   await baseline(Math.min(200, rounds));
   global.gc?.();

@@ -3,42 +3,16 @@
 // module loading and the baseline stay out), summarized by package and by function. The engine is
 // the built one (dist/, after `pnpm build`); its functions keep their names in the bundle.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createEngine } from '@tool-dispatch/coordinator';
-import { resolveConfig } from '@tool-dispatch/shared';
 import { summarizeProfile } from './cpu-profile-summary.js';
+import { startBenchEngine } from './embedded.js';
 
 const rounds = Number(process.argv[2] ?? 5000);
 const out = process.argv[3] ?? path.join(tmpdir(), 'td-embedded.cpuprofile');
-const PARAMS = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
-const noop = async (args: Record<string, unknown>) => ({ n: args.n });
-
-const root = mkdtempSync(path.join(tmpdir(), 'td-bench-prof-'));
-const engine = await createEngine({
-  config: resolveConfig({ workspaceRoot: root, mode: 'embedded' }, {}),
-  tools: [{ name: 'bench_noop', description: 'no-op', parameters: PARAMS, concurrency: 'concurrent' }],
-  handlers: [{ name: 'bench_noop', handler: noop }],
-});
-await engine.putSession('bench', { provider: 'openai' });
-await engine.submitRound({
-  session: 'bench',
-  run: 'setup',
-  calls: [{ id: 'f', name: 'find_tools', args: { names: ['bench_noop'] } }],
-});
-let n = 0;
-const round = (r: number) =>
-  engine.submitRound({
-    session: 'bench',
-    run: `run-${r % 50}`,
-    calls: Array.from({ length: 5 }, (_, i) => ({
-      id: `c${i}`,
-      name: 'run_tool',
-      args: { name: 'bench_noop', args: { n: n++ } },
-    })),
-  });
+const { engine, round, root } = await startBenchEngine();
 for (let r = 0; r < 500; r++) await round(r);
 
 const session = new Session();

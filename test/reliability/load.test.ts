@@ -4,9 +4,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
 import { type LimitTarget, startLimitTarget } from '../support/limit-target.js';
-import { type LoadReport, type RoundRecord, recovered, startLoad } from '../support/load.js';
+import { type LoadReport, type RoundRecord, startLoad } from '../support/load.js';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../support/redis.js';
-import { describeStuckRound } from '../support/stuck-round.js';
+import { recoveredFrom as recoveredFromFault } from '../support/stuck-round.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 // Issue 13, load and faults: many agent sessions, each a loop of rounds mixing concurrent reads and
@@ -69,19 +69,9 @@ afterAll(async () => {
   await rm(workspaces, { recursive: true, force: true });
 });
 
-/** recovered(), its failure naming the fault and showing what Redis holds of the first rounds left unanswered. */
-async function recoveredFrom(fault: string, rounds: readonly RoundRecord[], at: number) {
-  try {
-    return await recovered(rounds, at);
-  } catch (e) {
-    const stuck = rounds.filter((r) => r.startedAt <= at && r.answeredAt === undefined).slice(0, 3);
-    const shown = await Promise.all(
-      stuck.map(
-        async (r) => `${r.session} round ${r.round}:\n${await describeStuckRound(redis.url, env.TD_PREFIX ?? '', r)}`,
-      ),
-    );
-    throw new Error(`${fault}: ${(e as Error).message}\n${shown.join('\n')}`);
-  }
+/** recovered(), its failure showing what Redis holds of the first rounds left unanswered. */
+function recoveredFrom(fault: string, rounds: readonly RoundRecord[], at: number) {
+  return recoveredFromFault(fault, rounds, at, redis.url, env.TD_PREFIX ?? '');
 }
 
 function summary(label: string, report: LoadReport, extra: Record<string, unknown> = {}): void {

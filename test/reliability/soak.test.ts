@@ -119,7 +119,9 @@ describe('soak', () => {
       report({ label: 'soak-embedded', ...result, sessionsHeldAfterTtl: store.size, finalHeap });
       expect(result.rounds).toBe(ROUNDS);
       expect(store.size).toBe(1);
-      expect(result.endHeap - result.warmHeap).toBeLessThan(FLAT_BYTES);
+      // While the soak runs, the sessions idle for less than the TTL are kept by design (as many as
+      // the machine's pace puts in one TTL: its load moves the heap during the soak, so that growth
+      // is reported, not judged); once the TTL has passed everything of them must be gone.
       expect(finalHeap - result.warmHeap).toBeLessThan(FLAT_BYTES);
     } finally {
       await engine.close();

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { type RoundRecord, recovered } from './load.js';
 
 // What Redis holds of a round the load could not get answered, for the failure message of a fault
 // test: the round record (state, owner, origin), every key naming the round (outcome keys, cancel
@@ -67,4 +68,26 @@ async function whereIs(redis: Redis, prefix: string, key: string): Promise<strin
     }
   }
   return found.length > 0 ? found.join(',') : 'no list';
+}
+
+/**
+ * recovered(), its failure naming the fault and showing what Redis (at `redisUrl`, keys under
+ * `prefix`) holds of the first rounds left unanswered.
+ */
+export async function recoveredFrom(
+  fault: string,
+  rounds: readonly RoundRecord[],
+  at: number,
+  redisUrl: string,
+  prefix: string,
+): Promise<{ ms: number; caught: number }> {
+  try {
+    return await recovered(rounds, at);
+  } catch (e) {
+    const stuck = rounds.filter((r) => r.startedAt <= at && r.answeredAt === undefined).slice(0, 3);
+    const shown = await Promise.all(
+      stuck.map(async (r) => `${r.session} round ${r.round}:\n${await describeStuckRound(redisUrl, prefix, r)}`),
+    );
+    throw new Error(`${fault}: ${(e as Error).message}\n${shown.join('\n')}`);
+  }
 }
