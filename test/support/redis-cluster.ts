@@ -31,6 +31,9 @@ export interface TestRedisCluster {
 export async function startRedisCluster(): Promise<TestRedisCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), 'td-redis-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
+  // The cluster bus port is its own free port: the default (port + 10000) does not exist for a
+  // port above 55535, which the ephemeral range (up to 60999) hands out about one time in five.
+  const busPorts = [await freePort(), await freePort(), await freePort()];
   const procs: ChildProcess[] = [];
   const start = async (i: number) => {
     const port = ports[i] as number;
@@ -45,6 +48,8 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
         '127.0.0.1',
         '--cluster-enabled',
         'yes',
+        '--cluster-port',
+        String(busPorts[i]),
         '--cluster-config-file',
         'nodes.conf',
         '--cluster-node-timeout',

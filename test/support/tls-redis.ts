@@ -146,3 +146,104 @@ async function waitForTls(port: number, ca: string, password: string): Promise<v
     await new Promise((res) => setTimeout(res, 100));
   }
 }
+
+export interface TlsRedisCluster {
+  /** REDIS_CLUSTER_NODES: `rediss://:<password>@127.0.0.1:<port>` of each primary. */
+  seeds: string;
+  password: string;
+  ca: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A 3-primary Redis Cluster that speaks only TLS (clients and cluster bus, `--port 0`,
+ * `--tls-cluster yes`) and needs a password, with a fresh self-signed CA; formed with
+ * `redis-cli --tls --cluster create`.
+ */
+export async function startTlsRedisCluster(): Promise<TlsRedisCluster> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'td-tls-cluster-'));
+  const { ca, cert, key } = await makeCertificates(dir);
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const busPorts = [await freePort(), await freePort(), await freePort()];
+  const children = ports.map((port, i) =>
+    spawn(
+      'redis-server',
+      [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--tls-cert-file',
+        cert,
+        '--tls-key-file',
+        key,
+        '--tls-ca-cert-file',
+        ca,
+        '--tls-auth-clients',
+        'no',
+        '--tls-cluster',
+        'yes',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(busPorts[i]),
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--requirepass',
+        password,
+        '--masterauth',
+        password,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
+      { stdio: 'ignore' },
+    ),
+  );
+  const stop = async () => {
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await Promise.all(ports.map((port) => waitForTls(port, ca, password)));
+    const tlsCli = ['--tls', '--cacert', ca, '-a', password, '--no-auth-warning'];
+    const nodes = ports.map((p) => `127.0.0.1:${p}`);
+    await run('redis-cli', [...tlsCli, '--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const infos = await Promise.all(
+        ports.map((p) =>
+          run('redis-cli', [...tlsCli, '-p', String(p), 'cluster', 'info']).then(
+            (r) => r.stdout,
+            () => '',
+          ),
+        ),
+      );
+      if (infos.every((i) => /cluster_state:ok/.test(i) && /cluster_known_nodes:3/.test(i))) break;
+      if (Date.now() > deadline) throw new Error('the TLS cluster did not reach cluster_state:ok within 20 s');
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    return {
+      seeds: ports.map((p) => `rediss://:${password}@127.0.0.1:${p}`).join(','),
+      password,
+      ca,
+      stop,
+    };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
