@@ -361,6 +361,20 @@ describe('QueueExecutor with two workers', () => {
       await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
       const [done] = await q.getJobs(['completed']);
       expect(done?.id).toBe(`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2`);
+      // Named after its tools by default (TD_JOB_NAME `{tools}`).
+      expect(done?.name).toBe('test_echo');
+    });
+
+    it('names each job from TD_JOB_NAME’s template (session, run, round, queue, tools), as the dashboard shows it', async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix, { jobName: '{queue}:{session}/{run} {tools}' });
+      const calls = roundOf(2, (i) => (i === 1 ? { name: 'test_fail' } : { args: { n: 1 } }));
+      await Promise.all(calls.map((c) => exec.execute(c, never())));
+      const q = exec.queueOf('concurrent');
+      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      const [done] = await q.getJobs(['completed']);
+      expect(done?.name).toBe(`concurrent:${calls[0]?.session}/${calls[0]?.run} test_echo+test_fail`);
     });
 
     it('cancels one call without its siblings', async () => {

@@ -68,3 +68,21 @@ describe('TD_FINISHED_JOB_RETENTION_MS and TD_OUTCOME_AFTER_COMMIT_TTL_MS', () =
     );
   });
 });
+
+describe('TD_JOB_NAME', () => {
+  it('names jobs after their tools unless a template says otherwise', () => {
+    expect(resolveConfig({}, {}).jobName).toBe('{tools}');
+    expect(resolveConfig({}, { TD_JOB_NAME: '{queue}:{session}/{run} {tools}' }).jobName).toBe(
+      '{queue}:{session}/{run} {tools}',
+    );
+  });
+
+  it('refuses a field it does not know, naming the ones it does, and a template over 200 characters', () => {
+    expect(() => resolveConfig({}, { TD_JOB_NAME: '{tenant}-{tools}' })).toThrow(
+      'TD_JOB_NAME names {tenant}; it may name {tools}, {session}, {run}, {round}, {queue}',
+    );
+    expect(() => resolveConfig({}, { TD_JOB_NAME: 'x'.repeat(201) })).toThrow(
+      'TD_JOB_NAME must be at most 200 characters, got 201',
+    );
+  });
+});

@@ -75,6 +75,28 @@ export interface DispatchConfig {
    */
   finishedJobRetentionMs: number;
   outcomeAfterCommitTtlMs: number;
+  /**
+   * TD_JOB_NAME: the name of each BullMQ job, as the dashboard shows it, from a template of
+   * JOB_NAME_FIELDS (default `{tools}`: the tools of the calls it carries, joined by `+`).
+   */
+  jobName: string;
+}
+
+/** What a TD_JOB_NAME template may name: a job's tools, and the session, run and round of its first call, and its queue. */
+export const JOB_NAME_FIELDS = ['tools', 'session', 'run', 'round', 'queue'] as const;
+export const DEFAULT_JOB_NAME = '{tools}';
+/** Longest TD_JOB_NAME template. */
+export const MAX_JOB_NAME_LENGTH = 200;
+
+function jobNameOf(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return DEFAULT_JOB_NAME;
+  if (raw.length > MAX_JOB_NAME_LENGTH)
+    throw new Error(`TD_JOB_NAME must be at most ${MAX_JOB_NAME_LENGTH} characters, got ${raw.length}`);
+  for (const [, field] of raw.matchAll(/\{([^}]*)\}/g)) {
+    if (!(JOB_NAME_FIELDS as readonly string[]).includes(field ?? ''))
+      throw new Error(`TD_JOB_NAME names {${field}}; it may name ${JOB_NAME_FIELDS.map((f) => `{${f}}`).join(', ')}`);
+  }
+  return raw;
 }
 
 export type DispatchConfigOptions = Partial<DispatchConfig>;
@@ -141,6 +163,7 @@ export function resolveConfig(
     sessionTtlMs:
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
+    jobName: options.jobName ?? jobNameOf(env.TD_JOB_NAME),
     finishedJobRetentionMs:
       options.finishedJobRetentionMs ??
       positiveInt(env.TD_FINISHED_JOB_RETENTION_MS, DEFAULT_FINISHED_JOB_RETENTION_MS, 'TD_FINISHED_JOB_RETENTION_MS'),

@@ -44,6 +44,8 @@ Environment (docs/api.md):
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)
   TD_QUEUE_SHARDS        shards of each execution queue, each its own Redis Cluster slot (1-${MAX_QUEUE_SHARDS},
                          default 1); the same for every coordinator and worker of a prefix
+  TD_JOB_NAME            BullMQ job names on the dashboard: a template of {tools}, {session}, {run},
+                         {round}, {queue} (default {tools})
   TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)

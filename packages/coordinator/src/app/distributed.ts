@@ -108,6 +108,7 @@ async function startQueueExecutor(
     target,
     connection,
     queueShards: config.queueShards,
+    jobName: config.jobName,
     onShardMismatch: log,
     onError: onceInARow(log, 'queue'),
   });

@@ -77,6 +77,8 @@ export interface QueueExecutorOptions {
    * run's jobs all go to the shard `shardOf` its session and run.
    */
   queueShards?: number;
+  /** TD_JOB_NAME: each job's name from `{tools}`, `{session}`, `{run}`, `{round}`, `{queue}` (default `{tools}`). */
+  jobName?: string;
   /** Where a live worker consuming another number of shards is said (once per worker); default onError. */
   onShardMismatch?: (line: string) => void;
   /** How long BullMQ keeps a completed job (TD_FINISHED_JOB_RETENTION_MS; default FINISHED_JOB_RETENTION_S). */
@@ -152,6 +154,7 @@ export class QueueExecutor implements Executor {
   /** Live workers' announcements (handlers, liveness). */
   readonly workers: WorkerDirectory;
   private readonly pollIntervalMs: number;
+  private readonly jobName: string;
   private readonly overdueGraceMs: number;
   private readonly onError: (error: Error) => void;
   private readonly finishedJobRetentionS: number;
@@ -170,6 +173,7 @@ export class QueueExecutor implements Executor {
       `c-${hostname().replace(/[^A-Za-z0-9_.-]/g, '_')}-${process.pid}-${randomBytes(3).toString('hex')}`;
     if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
+    this.jobName = options.jobName ?? '{tools}';
     this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
     this.onError = options.onError ?? (() => {});
     // BullMQ counts a job's age in whole seconds.
@@ -403,7 +407,7 @@ export class QueueExecutor implements Executor {
       replyTo: this.resultsKey,
       coordinator: this.coordinatorId,
     });
-    const names = [...new Set(calls.map((c) => c.job.name))].join('+');
+    const names = jobNameFor(this.jobName, calls);
     // Concurrent calls of this coordinator's own rounds are marked as carried by this job before it
     // is added (same connection, so Redis has the marks first): its worker skips the start check.
     const marked =
@@ -546,6 +550,19 @@ function carrierJobId(calls: readonly Pending[]): string {
       ),
     )
     .join('+');
+}
+
+/** A job's name from the TD_JOB_NAME template: its tools (joined by `+`), its first call's session, run and round, its queue. */
+export function jobNameFor(template: string, calls: readonly { job: ExecJob }[]): string {
+  const first = calls[0]?.job;
+  const fields: Record<string, string> = {
+    tools: [...new Set(calls.map((c) => c.job.name))].join('+'),
+    session: first?.session ?? '',
+    run: first?.run ?? '',
+    round: first?.round ?? '',
+    queue: first?.queue ?? '',
+  };
+  return template.replace(/\{(\w+)\}/g, (whole, field: string) => fields[field] ?? whole);
 }
 
 function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
