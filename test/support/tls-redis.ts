@@ -59,6 +59,22 @@ export async function makeCertificates(dir: string): Promise<{ ca: string; cert:
   return { ca: f('ca.pem'), cert: f('server.pem'), key: f('server.key') };
 }
 
+/** A redis-server that speaks only TLS on `port` (`--port 0`), with the certificate, CA and password given, no persistence. */
+function tlsServerArgs(o: {
+  port: number;
+  cert: string;
+  key: string;
+  ca: string;
+  password: string;
+  dir: string;
+}): string[] {
+  return [
+    ...['--port', '0', '--tls-port', String(o.port), '--bind', '127.0.0.1'],
+    ...['--tls-cert-file', o.cert, '--tls-key-file', o.key, '--tls-ca-cert-file', o.ca, '--tls-auth-clients', 'no'],
+    ...['--requirepass', o.password, '--save', '', '--appendonly', 'no', '--dir', o.dir],
+  ];
+}
+
 export interface TlsRedis {
   /** `rediss://:<password>@127.0.0.1:<port>` */
   url: string;
@@ -74,34 +90,7 @@ export async function startTlsRedis(): Promise<TlsRedis> {
   const { ca, cert, key } = await makeCertificates(dir);
   const port = await freePort();
   const password = `pw-${Math.random().toString(36).slice(2)}`;
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      '0',
-      '--tls-port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--tls-cert-file',
-      cert,
-      '--tls-key-file',
-      key,
-      '--tls-ca-cert-file',
-      ca,
-      '--tls-auth-clients',
-      'no',
-      '--requirepass',
-      password,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-    ],
-    { stdio: 'ignore' },
-  );
+  const child = spawn('redis-server', tlsServerArgs({ port, cert, key, ca, password, dir }), { stdio: 'ignore' });
   // A TLS port does not answer a plain PING; wait for it with openssl's client instead.
   await waitForTls(port, ca, password);
   return {
@@ -170,38 +159,9 @@ export async function startTlsRedisCluster(): Promise<TlsRedisCluster> {
     spawn(
       'redis-server',
       [
-        '--port',
-        '0',
-        '--tls-port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--tls-cert-file',
-        cert,
-        '--tls-key-file',
-        key,
-        '--tls-ca-cert-file',
-        ca,
-        '--tls-auth-clients',
-        'no',
-        '--tls-cluster',
-        'yes',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-port',
-        String(busPorts[i]),
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--requirepass',
-        password,
-        '--masterauth',
-        password,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
+        ...tlsServerArgs({ port, cert, key, ca, password, dir }),
+        ...['--tls-cluster', 'yes', '--cluster-enabled', 'yes', '--cluster-port', String(busPorts[i])],
+        ...['--cluster-config-file', `nodes-${port}.conf`, '--masterauth', password],
       ],
       { stdio: 'ignore' },
     ),
