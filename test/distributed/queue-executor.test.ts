@@ -48,11 +48,7 @@ async function executor(prefix: string, over: Partial<QueueExecutorOptions> = {}
   const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200, ...over });
   closers.push(async () => {
     // BullMQ's own queue keys have no TTL: remove them, in case this Redis is shared (REDIS_URL).
-    await Promise.all(
-      Object.values(e.queues)
-        .flat()
-        .map((q) => q.obliterate({ force: true }).catch(() => undefined)),
-    );
+    await Promise.all(e.allQueues().map((q) => q.obliterate({ force: true }).catch(() => undefined)));
     await e.close();
   });
   await e.waitUntilReady();

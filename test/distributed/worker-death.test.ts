@@ -80,11 +80,7 @@ async function executor(prefix: string): Promise<QueueExecutor> {
   const e = new QueueExecutor({ redisUrl: server.url, prefix, pollIntervalMs: 200 });
   closers.push(async () => {
     // BullMQ's own queue keys have no TTL: remove them, in case this Redis is shared (REDIS_URL).
-    await Promise.all(
-      Object.values(e.queues)
-        .flat()
-        .map((q) => q.obliterate({ force: true }).catch(() => undefined)),
-    );
+    await Promise.all(e.allQueues().map((q) => q.obliterate({ force: true }).catch(() => undefined)));
     await e.close();
   });
   await e.waitUntilReady();

@@ -50,11 +50,7 @@ async function obliterateQueues(redisUrl: string, prefix: string): Promise<void>
   const executor = new QueueExecutor({ redisUrl, prefix });
   try {
     await executor.waitUntilReady();
-    await Promise.all(
-      Object.values(executor.queues)
-        .flat()
-        .map((q) => q.obliterate({ force: true }).catch(() => undefined)),
-    );
+    await Promise.all(executor.allQueues().map((q) => q.obliterate({ force: true }).catch(() => undefined)));
   } finally {
     await executor.close().catch(() => undefined);
   }

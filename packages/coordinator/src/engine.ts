@@ -32,6 +32,7 @@ import { clientToolsProblem, sessionStateOf } from './rules/session-state.js';
 import { buildToolsView } from './rules/session-view.js';
 import type { Store } from './store/store.js';
 import { RunLimiter } from './support/run-limiter.js';
+import { within } from './support/settle.js';
 
 /** How long a request waits for the workers' announced tools before going on with the catalog it has. */
 const SYNC_CATALOG_PATIENCE_MS = 5_000;
@@ -254,20 +255,15 @@ export class Engine implements Dispatcher {
     }));
   }
 
-  /** Takes the MCP tools the executor's workers announce now into the catalog (nothing to do while they are the same). */
   /**
-   * Takes the workers' announced tools into the catalog. Waited for at most SYNC_CATALOG_PATIENCE_MS:
-   * with Redis away the read may hang, and a round then goes on with the catalog as last adopted.
+   * Takes the MCP tools the executor's workers announce now into the catalog (nothing to do while
+   * they are the same). Waited for at most SYNC_CATALOG_PATIENCE_MS: with Redis away the read may
+   * hang, and a round then goes on with the catalog as last adopted.
    */
   private async syncCatalog(): Promise<void> {
     const reading = this.executor.announcedTools?.();
     if (!reading) return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), SYNC_CATALOG_PATIENCE_MS);
-      timer.unref();
-    });
-    const announced = await Promise.race([reading, late]).finally(() => clearTimeout(timer));
+    const announced = await within(reading, SYNC_CATALOG_PATIENCE_MS, () => undefined);
     if (announced) this.tools.adopt(announced, this.log);
   }
 

@@ -155,7 +155,7 @@ export async function createDistributedEngine(
       prefix,
       sessionTtlMs: config.sessionTtlMs,
       events: { replayMs },
-      queueNames: Object.values(executor.queues).flatMap((shards) => shards.map((q) => q.name)),
+      queueNames: executor.allQueues().map((q) => q.name),
     }),
     events: new RedisEventBus({ redis, prefix, replayMs }),
     confirmations: new RedisConfirmHub({ redis, prefix }),

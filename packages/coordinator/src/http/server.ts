@@ -19,7 +19,7 @@ import {
   LOGIN_PATH,
   LOGOUT_PATH,
 } from './dashboard-session.js';
-import { HttpError, isRedisUnreachable, STORE_RETRY_AFTER_S, toHttpError } from './errors.js';
+import { HttpError, STORE_RETRY_AFTER_S, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
 import { registerInputRoutes } from './input-routes.js';
 import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
@@ -118,7 +118,10 @@ function installErrorAnswers(
   app.setErrorHandler(async function sendErrorBody(error, request, reply) {
     const { error: httpError, internal } = toHttpError(error);
     // Redis away is said in one line (its reconnects are logged too), not a stack per request.
-    if (internal) onInternalError(isRedisUnreachable(error) ? `redis unreachable: ${(error as Error).message}` : error);
+    if (internal)
+      onInternalError(
+        httpError.code === 'store_unavailable' ? `redis unreachable: ${(error as Error).message}` : error,
+      );
     // fastify refuses an oversized body before reading it; read the rest so the client sees the 413.
     if (httpError.statusCode === 413) await discardRequestBody(request.raw, 4 * MAX_BODY_BYTES, DISCARD_BODY_MS);
     return sendError(reply, httpError);

@@ -7,6 +7,7 @@ import { normalizeCall, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
 import type { BeginRound } from '../store/store.js';
+import { within } from '../support/settle.js';
 import type { ActiveRuns } from './active-runs.js';
 import { awaitRound } from './await-round.js';
 import type { RoundRecovery } from './recovery.js';
@@ -84,15 +85,10 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
 export const BEGIN_PATIENCE_MS = 20_000;
 
 function withinPatience<T>(begin: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const why = `the store did not answer within ${BEGIN_PATIENCE_MS} ms (Redis away?); send the round again under the same Idempotency-Key`;
-      reject(new RequestError('store_unavailable', why));
-    }, BEGIN_PATIENCE_MS);
-    timer.unref();
+  return within(begin, BEGIN_PATIENCE_MS, () => {
+    const why = `the store did not answer within ${BEGIN_PATIENCE_MS} ms (Redis away?); send the round again under the same Idempotency-Key`;
+    throw new RequestError('store_unavailable', why);
   });
-  return Promise.race([begin, late]).finally(() => clearTimeout(timer));
 }
 
 /** Runs a round under its run's signal, tracked in flight (and, with recovery, kept for a retry if it fails part way). */

@@ -346,7 +346,8 @@ export class QueueExecutor implements Executor {
     await Promise.all(this.allQueues().map((q) => q.waitUntilReady()));
   }
 
-  private allQueues(): Queue[] {
+  /** Every BullMQ queue of both classes, each shard's. */
+  allQueues(): Queue[] {
     return [...this.queues.concurrent, ...this.queues.serial];
   }
 

@@ -7,6 +7,12 @@ interface Snapshot {
   tools: readonly AnnouncedTool[];
 }
 
+/** This coordinator's TD_QUEUE_SHARDS, and where a live worker announcing another number is said. */
+interface ShardCheck {
+  queueShards: number;
+  onMismatch(line: string): void;
+}
+
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */
 export class WorkerDirectory {
   private handlersRead: { at: number; names: Promise<Snapshot> } | undefined;
@@ -25,7 +31,7 @@ export class WorkerDirectory {
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly handlerCacheMs: number,
-    private readonly shards?: { queueShards: number; onMismatch(line: string): void },
+    private readonly shards?: ShardCheck,
   ) {}
 
   /**
@@ -79,10 +85,7 @@ export class WorkerDirectory {
     return { handlers, tools: this.tools.list };
   }
 
-  private checkShards(
-    workers: readonly WorkerAnnouncement[],
-    shards: { queueShards: number; onMismatch(line: string): void },
-  ): void {
+  private checkShards(workers: readonly WorkerAnnouncement[], shards: ShardCheck): void {
     for (const w of workers) {
       const theirs = w.queueShards ?? 1;
       if (theirs === shards.queueShards || this.mismatched.has(w.id)) continue;
