@@ -29,6 +29,28 @@ export interface TestRedisCluster {
  * `cluster_state:ok`. AOF is on, so a restarted primary keeps its keys.
  */
 export async function startRedisCluster(): Promise<TestRedisCluster> {
+  return withFreshPorts(startOnce);
+}
+
+/**
+ * Runs `start` again on new ports when it fails: a port found free can be taken by another test
+ * file before redis-server binds it, and the server then exits at once (seen once in CI).
+ */
+export async function withFreshPorts<T>(start: () => Promise<T>, attempts = 3): Promise<T> {
+  const errors: string[] = [];
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await start();
+    } catch (e) {
+      errors.push((e as Error).message);
+    }
+  }
+  throw new Error(
+    `could not start Redis in ${attempts} tries (redis-server and redis-cli on PATH?): ${errors.join(' | ')}`,
+  );
+}
+
+async function startOnce(): Promise<TestRedisCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), 'td-redis-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
   // The cluster bus port is its own free port: the default (port + 10000) does not exist for a
@@ -64,10 +86,21 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
         '--dir',
         nodeDir,
       ],
-      { stdio: 'ignore' },
+      { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     procs[i] = p;
-    await waitFor(async () => (await cli(port, 'ping')).trim() === 'PONG', `redis-server on ${port}`);
+    let output = '';
+    const keep = (d: Buffer) => {
+      output = (output + d.toString()).slice(-2000);
+    };
+    p.stdout?.on('data', keep);
+    p.stderr?.on('data', keep);
+    await waitFor(async () => {
+      if (p.exitCode !== null || p.signalCode !== null) {
+        throw new Error(`redis-server on ${port} exited (${p.exitCode ?? p.signalCode}): ${lastLine(output)}`);
+      }
+      return (await cli(port, 'ping')).trim() === 'PONG';
+    }, `redis-server on ${port}`);
   };
   const kill = async (i: number) => {
     const p = procs[i];
@@ -102,8 +135,12 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
   } catch (e) {
     for (const p of procs) p.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
-    throw new Error(`could not start a Redis Cluster (redis-server and redis-cli on PATH?): ${(e as Error).message}`);
+    throw e;
   }
+}
+
+function lastLine(output: string): string {
+  return output.trim().split('\n').pop() ?? 'no output';
 }
 
 async function cli(port: number, ...args: string[]): Promise<string> {

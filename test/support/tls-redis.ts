@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './net.js';
+import { withFreshPorts } from './redis-cluster.js';
 
 const run = promisify(execFile);
 
@@ -85,14 +86,24 @@ export interface TlsRedis {
 }
 
 /** A `redis-server` that speaks only TLS (`--port 0`) and needs a password, with a fresh self-signed CA. */
-export async function startTlsRedis(): Promise<TlsRedis> {
+export function startTlsRedis(): Promise<TlsRedis> {
+  return withFreshPorts(startTlsRedisOnce);
+}
+
+async function startTlsRedisOnce(): Promise<TlsRedis> {
   const dir = await mkdtemp(path.join(tmpdir(), 'td-tls-redis-'));
   const { ca, cert, key } = await makeCertificates(dir);
   const port = await freePort();
   const password = `pw-${Math.random().toString(36).slice(2)}`;
   const child = spawn('redis-server', tlsServerArgs({ port, cert, key, ca, password, dir }), { stdio: 'ignore' });
-  // A TLS port does not answer a plain PING; wait for it with openssl's client instead.
-  await waitForTls(port, ca, password);
+  // A TLS port does not answer a plain PING; wait for it with a TLS client instead.
+  try {
+    await waitForTls(port, ca, password);
+  } catch (e) {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
   return {
     url: `rediss://:${password}@127.0.0.1:${port}`,
     port,
@@ -149,7 +160,11 @@ export interface TlsRedisCluster {
  * `--tls-cluster yes`) and needs a password, with a fresh self-signed CA; formed with
  * `redis-cli --tls --cluster create`.
  */
-export async function startTlsRedisCluster(): Promise<TlsRedisCluster> {
+export function startTlsRedisCluster(): Promise<TlsRedisCluster> {
+  return withFreshPorts(startTlsClusterOnce);
+}
+
+async function startTlsClusterOnce(): Promise<TlsRedisCluster> {
   const dir = await mkdtemp(path.join(tmpdir(), 'td-tls-cluster-'));
   const { ca, cert, key } = await makeCertificates(dir);
   const password = `pw-${Math.random().toString(36).slice(2)}`;
