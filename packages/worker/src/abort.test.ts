@@ -45,6 +45,34 @@ describe('withDeadline', () => {
     expect(stop.signal.aborted).toBe(false);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('makes its signal only when read, and a signal first read after the stop is already aborted with its reason', async () => {
+    const timedOut = withDeadline(new AbortController().signal, 100);
+    vi.advanceTimersByTime(100);
+    expect(timedOut.aborted).toBe(true);
+    await expect(timedOut.stopped).resolves.toBe('aborted');
+    expect(timedOut.signal.aborted).toBe(true);
+    expect(isDeadlineAbort(timedOut.signal)).toBe(true);
+
+    const caller = new AbortController();
+    const cancelled = withDeadline(caller.signal, 100);
+    expect(cancelled.aborted).toBe(false);
+    const reason = new Error('run cancelled');
+    caller.abort(reason);
+    expect(cancelled.aborted).toBe(true);
+    expect(cancelled.signal.reason).toBe(reason);
+    expect(cancelled.signal).toBe(cancelled.signal);
+  });
+
+  it("fires a listener added to the signal before the stop, once, with the deadline's reason", () => {
+    const stop = withDeadline(new AbortController().signal, 100);
+    const heard: unknown[] = [];
+    stop.signal.addEventListener('abort', () => heard.push(stop.signal.reason));
+    vi.advanceTimersByTime(100);
+    vi.advanceTimersByTime(100);
+    expect(heard).toHaveLength(1);
+    expect((heard[0] as Error).name).toBe('TimeoutError');
+  });
 });
 
 describe('withDeadline hold', () => {

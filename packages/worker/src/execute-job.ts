@@ -145,7 +145,7 @@ async function runUntraced(
 
   const timeoutMs = Number.isFinite(job.timeoutMs) && job.timeoutMs > 0 ? job.timeoutMs : DEFAULT_TOOL_TIMEOUT_MS;
   const stop = withDeadline(signal, Math.min(timeoutMs, MAX_TIMER_MS), options.controller);
-  const ctx = contextFor(job, stop.signal, timeoutMs, config);
+  const ctx = contextFor(job, stop, timeoutMs, config);
   const ask = options.requestInput;
   if (ask) ctx.requestInput = heldWhileAsking(ask, stop);
   let graceTimer: NodeJS.Timeout | undefined;
@@ -157,7 +157,7 @@ async function runUntraced(
       if ('problem' in output) return fail('handler_threw', output.problem);
       return { status: 'ok', output: output.value, durationMs: Math.round(performance.now() - started), ranOn };
     }
-    if (first !== 'aborted' && !first.ok && !stop.signal.aborted) return fromThrown(first.error, fail);
+    if (first !== 'aborted' && !first.ok && !stop.aborted) return fromThrown(first.error, fail);
 
     // Stopped: give the handler a moment to wind down, then classify by which signal fired.
     const grace = new Promise<'still running'>((resolve) => {
@@ -204,9 +204,12 @@ function heldWhileAsking(ask: InputRequester, stop: DeadlineSignal): InputReques
   };
 }
 
-function contextFor(job: ExecJob, signal: AbortSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {
+/** The handler's context; its `signal` is made when the handler first reads it (see withDeadline). */
+function contextFor(job: ExecJob, stop: DeadlineSignal, timeoutMs: number, config: HandlerConfig): HandlerContext {
   return {
-    signal,
+    get signal() {
+      return stop.signal;
+    },
     workspace: job.workspace,
     session: job.session,
     tenant: job.tenant,

@@ -1,4 +1,5 @@
 import { DEFAULT_SESSION_TTL_MS } from '@tool-dispatch/shared';
+import rfdc from 'rfdc';
 import type {
   CachedResult,
   DedupeEntry,
@@ -27,7 +28,12 @@ interface KeptRound extends RoundRecord {
   planned?: StoredPlanned[];
 }
 
-const clone = <T>(v: T): T => structuredClone(v);
+/**
+ * Copies in and out, so no caller shares the store's objects. What is stored is JSON-shaped (the
+ * Redis store keeps the same values as JSON), so rfdc's plain deep copy serves, at about a fifth of
+ * structuredClone's fixed cost per value (the bench's profile had structuredClone at 12%).
+ */
+const clone: <T>(v: T) => T = rfdc({ proto: false, circles: false });
 
 /** Everything scoped to one session, dropped together once the session has been idle past the TTL. */
 interface SessionBucket {
