@@ -55,18 +55,15 @@ it.each([0, 1, 2])(
       const events = await new Promise<string>((resolve) =>
         execFile('curl', ['-sN', '--max-time', '2', '-H', 'Last-Event-ID: 0', url], (_e, stdout) => resolve(stdout)),
       );
-      console.log(`[cluster-away] unanswered round of ${runs[i]?.session}: ${events}`);
+      console.log(`[cluster-away] unanswered round of ${runs[i]?.session}: ${events}\n${cs.service.logTail(40)}`);
     }
-    // An answer is 200 (the outage ridden out) or 503 store_unavailable (retry): never a 500. A
-    // request left unanswered (seen for about 1 round in 30, nothing of it recorded; see Known
-    // limits) is given up by the client, which sends it again under its key, as any client that
-    // lost its connection does; most rounds must be answered at once.
+    // An answer is 200 (the outage ridden out) or 503 store_unavailable (retry): never a 500, and
+    // never none. (A round left unanswered, its jobs queued and no worker taking them, was about
+    // 1 in 20 here until workers replaced their stuck BullMQ consumers: see StuckConsumerWatch.)
     for (const a of answers) {
-      if (a.status === -1) continue;
       expect([200, 503], `${a.text}\n${cs.service.logTail(30)}`).toContain(a.status);
       if (a.status === 503) expect(JSON.parse(a.text).error.code).toBe('store_unavailable');
     }
-    expect(answers.filter((a) => a.status === -1).length, 'rounds left unanswered').toBeLessThanOrEqual(2);
     // Retried under the same key (the client's move after a 503): one answer per round, every call ok.
     for (const [i, { session, run, key }] of runs.entries()) {
       let r = await cs.api.postRound(session, run, calls(i), { headers: { 'idempotency-key': key } });

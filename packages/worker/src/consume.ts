@@ -61,6 +61,7 @@ import { Questions } from './questions.js';
 import type { HandlerRegistry } from './registry.js';
 import { RunningCalls } from './running-calls.js';
 import { Slots } from './slots.js';
+import { StuckConsumerWatch, type WatchedConsumer } from './stuck-consumers.js';
 
 export interface StartWorkerOptions {
   /** One Redis (REDIS_URL); ignored when `target` is given. */
@@ -154,7 +155,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const running = new RunningCalls();
   const questions = new Questions(redis, keys);
 
-  const consumers: Worker[] = [];
+  const consumers: WatchedConsumer[] = [];
+  const consumerMakers = new Map<WatchedConsumer, () => Worker>();
   for (const queue of QUEUE_CLASSES) {
     const processCalls = async (
       bullJob: Job,
@@ -174,27 +176,54 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     };
     const names = shardQueueNames(queue, resolved.queueShards);
     for (const [shard, name] of names.entries()) {
-      const consumer = new Worker(name, processCalls, {
-        connection: redis,
-        // The queue names carry hash tags: each queue's keys are one Redis Cluster slot.
-        prefix,
-        name: id,
-        // A serial job is one call, so for the serial queue jobs and slots are the same number.
-        concurrency: shareOf(limits[queue], shard, names.length),
-        lockDuration: resolved.lockDurationMs,
-        stalledInterval: resolved.stalledIntervalMs,
-        // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
-        maxStalledCount: MAX_STALLED[queue],
-        removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
-        removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
-      });
-      consumer.on('error', onError);
-      consumer.on('failed', function reportFailedJob(bullJob, error) {
-        if (bullJob) reporter.reportFailure(bullJob, error, queue).catch(onError);
-      });
+      // A serial job is one call, so for the serial queue jobs and slots are the same number.
+      const concurrency = shareOf(limits[queue], shard, names.length);
+      const consumer = { queueName: name, concurrency, active: 0, takenAt: Date.now() } as WatchedConsumer;
+      const make = () => {
+        const worker = new Worker(
+          name,
+          async function takeJob(bullJob: Job, token?: string, signal?: AbortSignal) {
+            consumer.active++;
+            consumer.takenAt = Date.now();
+            try {
+              return await processCalls(bullJob, token, signal);
+            } finally {
+              consumer.active--;
+            }
+          },
+          {
+            connection: redis,
+            // The queue names carry hash tags: each queue's keys are one Redis Cluster slot.
+            prefix,
+            name: id,
+            concurrency,
+            lockDuration: resolved.lockDurationMs,
+            stalledInterval: resolved.stalledIntervalMs,
+            // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
+            maxStalledCount: MAX_STALLED[queue],
+            removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
+            removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
+          },
+        );
+        worker.on('error', onError);
+        worker.on('failed', function reportFailedJob(bullJob, error) {
+          if (bullJob) reporter.reportFailure(bullJob, error, queue).catch(onError);
+        });
+        return worker;
+      };
+      consumer.worker = make();
+      consumerMakers.set(consumer, make);
       consumers.push(consumer);
     }
   }
+  const stuck = new StuckConsumerWatch({
+    redis,
+    prefix,
+    consumers,
+    replace: (c) => (consumerMakers.get(c) as () => Worker)(),
+    log: resolved.log,
+    onError,
+  });
 
   /**
    * Runs a job's calls side by side, each with its own deadline and cancel, a failure never
@@ -319,7 +348,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     running.abort(cancel.jobId, new Error('cancelled by the coordinator'));
   });
   await subscriber.subscribe(keys.cancelChannel(), keys.answerChannel());
-  await Promise.all(consumers.map((c) => c.waitUntilReady()));
+  await Promise.all(consumers.map((c) => c.worker.waitUntilReady()));
   const mismatch = await checkDeployment(redis, keys, { queueShards: resolved.queueShards, id, writer: false });
   if (mismatch) resolved.log(mismatch);
 
@@ -367,7 +396,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     close: () => {
       closing ??= (async () => {
         // Still announced while active jobs finish, so coordinators keep counting this worker.
-        await Promise.all(consumers.map((c) => c.close()));
+        stuck.stop();
+        await Promise.all(consumers.map((c) => c.worker.close()));
+        // A replaced consumer's close may never settle (its connection is what got stuck).
+        for (const w of stuck.retired) w.disconnect().catch(() => undefined);
         clearInterval(heartbeat);
         stopWatchingMcp?.();
         await redis
