@@ -3,7 +3,7 @@ import { type RedisKeys, redisKeys, type WorkerAnnouncement } from '@tool-dispat
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../../../../../test/support/redis.js';
-import { WorkerDirectory } from './worker-directory.js';
+import { LAPSED_GRACE_MS, WorkerDirectory } from './worker-directory.js';
 
 // A redis-server of this file's own (never the machine's on 6379, nor a shared REDIS_URL).
 let server: TestRedis;
@@ -55,7 +55,7 @@ function deployment() {
       .exec();
   };
   const directory = () => new WorkerDirectory(redis, keys, 0);
-  return { announce, directory };
+  return { announce, directory, keys };
 }
 
 /** Reads again after the clock moved (a 0 ms cache still answers twice within one millisecond). */
@@ -100,6 +100,32 @@ describe('WorkerDirectory.announcedTools', () => {
     await announce('w2', { at: 2, tools: [tool('b', 'gone')], keyTtlMs: 1 });
     await sleep(5);
     expect((await directory().announcedTools()).map((t) => t.name)).toEqual(['mcp__a__kept']);
+  });
+
+  it('still counts, for LAPSED_GRACE_MS, a worker it saw live whose announcement lapsed without it leaving (its Redis node was away)', async () => {
+    const { announce, directory } = deployment();
+    const keys = directory();
+    await announce('w1', { at: 1, tools: [tool('a', 'kept')] });
+    expect((await keys.announcedTools()).map((t) => t.name)).toEqual(['mcp__a__kept']);
+    // The node came back with the announcement expired and the worker's place lapsed 5 s ago.
+    await announce('w1', { at: 1, tools: [tool('a', 'kept')], aliveForMs: -5_000, keyTtlMs: 1 });
+    await sleep(5);
+    expect((await readAgain(keys)).map((t) => t.name)).toEqual(['mcp__a__kept']);
+    // A directory that never saw it live does not count it.
+    expect(await directory().announcedTools()).toEqual([]);
+    // Lapsed longer than the grace: gone.
+    await announce('w1', { at: 1, aliveForMs: -(LAPSED_GRACE_MS + 1_000), keyTtlMs: 1 });
+    await sleep(5);
+    expect(await readAgain(keys)).toEqual([]);
+  });
+
+  it('forgets at once a worker that left (its place removed)', async () => {
+    const { announce, directory, keys } = deployment();
+    const dir = directory();
+    await announce('w1', { at: 1, tools: [tool('a', 'kept')] });
+    expect(await dir.announcedTools()).toHaveLength(1);
+    await redis.multi().zrem(keys.workersAlive(), 'w1').del(keys.worker('w1')).exec();
+    expect(await readAgain(dir)).toEqual([]);
   });
 
   describe('when two workers announce one name differently', () => {

@@ -13,12 +13,17 @@ interface ShardCheck {
   onMismatch(line: string): void;
 }
 
+/** How long a worker that stopped announcing itself without leaving still counts (a Redis node away longer than 3 heartbeats). */
+export const LAPSED_GRACE_MS = 15_000;
+
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */
 export class WorkerDirectory {
   private handlersRead: { at: number; names: Promise<Snapshot> } | undefined;
   private handlersRefresh: Promise<Snapshot> | undefined;
   /** The tools last read, handed out again while the announcements say the same (the catalog compares by identity). */
   private tools: { key: string; list: readonly AnnouncedTool[] } = { key: '', list: [] };
+  /** Each listed worker's last announcement read while it was live (see liveWorkers). */
+  private readonly lastSeen = new Map<string, WorkerAnnouncement>();
   /** Workers already said to consume another number of shards than this coordinator fills. */
   private readonly mismatched = new Set<string>();
 
@@ -102,11 +107,44 @@ export class WorkerDirectory {
     return this.redis.zcount(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
   }
 
-  /** The announcements of live workers (id, handlers, concurrency, host). */
+  /**
+   * The announcements of live workers (id, handlers, concurrency, host). A worker this directory
+   * saw live whose announcement lapsed less than LAPSED_GRACE_MS ago without it leaving (still
+   * listed, so it did not close) counts on its last announcement read while it was live: with its Redis node away its heartbeats did not
+   * land, and the node comes back with the announcement expired. Without this, the rounds of the
+   * first moments after a node's return were answered "no handler is registered" (seen on a
+   * cluster after a primary was down 6 s).
+   */
   async liveWorkers(): Promise<WorkerAnnouncement[]> {
-    const ids = await this.redis.zrangebyscore(this.keys.workersAlive(), `(${Date.now()}`, '+inf');
+    const now = Date.now();
+    const listed = await this.redis.zrangebyscore(
+      this.keys.workersAlive(),
+      `(${now - LAPSED_GRACE_MS}`,
+      '+inf',
+      'WITHSCORES',
+    );
+    const ids: string[] = [];
+    const lapsed = new Set<string>();
+    for (let i = 0; i < listed.length; i += 2) {
+      const id = listed[i] as string;
+      ids.push(id);
+      if (Number(listed[i + 1]) <= now) lapsed.add(id);
+    }
+    for (const id of this.lastSeen.keys()) if (!ids.includes(id)) this.lastSeen.delete(id);
     if (ids.length === 0) return [];
     const values = await this.redis.mget(...ids.map((id) => this.keys.worker(id)));
-    return values.map((v) => tryParseJson(v) as WorkerAnnouncement | undefined).filter((w) => w !== undefined);
+    const workers: WorkerAnnouncement[] = [];
+    ids.forEach((id, i) => {
+      if (lapsed.has(id)) {
+        const last = this.lastSeen.get(id);
+        if (last) workers.push(last);
+        return;
+      }
+      const announced = tryParseJson(values[i] ?? null) as WorkerAnnouncement | undefined;
+      if (!announced) return;
+      this.lastSeen.set(id, announced);
+      workers.push(announced);
+    });
+    return workers;
   }
 }
