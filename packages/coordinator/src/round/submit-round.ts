@@ -39,18 +39,17 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const owner = r.recovery?.owner;
   let begin: BeginRound;
   try {
-    begin = await withinPatience(
-      store.beginRound({
-        ...ref,
-        idempotencyKey: input.idempotencyKey,
-        // Only a retry under the same key compares it.
-        callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
-        ...(owner ? { owner, calls: stored } : {}),
-        ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
-        ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
-      }),
-    );
-    await tracked;
+    const beginning = store.beginRound({
+      ...ref,
+      idempotencyKey: input.idempotencyKey,
+      // Only a retry under the same key compares it.
+      callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
+      ...(owner ? { owner, calls: stored } : {}),
+      ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
+      ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+    });
+    // The listing too: a command the client lost would leave the request waiting for ever.
+    begin = await withinPatience(tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning);
   } catch (e) {
     // Failed, not answered in time, or only its reply lost (the round stored, its key held):
     // resumed later if it was stored.
