@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/support/net.js';
 import { BIN, type Child, startChild, stopChild } from './http-procs.js';
 
@@ -32,7 +33,14 @@ export interface StackOptions {
 }
 
 const node = process.execPath;
-const TSX = ['--import', 'tsx'];
+// BENCH_CPU_PROF_DIR: every process of both stacks writes a V8 CPU profile there as it exits
+// (node's --cpu-prof; summarise one with bench/cpu-profile-summary.ts).
+const PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
+const PROF = PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROF_DIR)}`] : [];
+const TSX = [...PROF, '--import', 'tsx'];
+const CLI = fileURLToPath(new URL('../packages/coordinator/dist/cli.js', import.meta.url));
+/** Our CLI: the bin script, or node with the profiler on the same entry point. */
+const ours = (args: string[]) => (PROF_DIR ? { command: node, args: [...PROF, CLI, ...args] } : { command: BIN, args });
 
 export async function startOursStack(options: StackOptions): Promise<Stack> {
   const root = mkdtempSync(path.join(tmpdir(), 'td-bench-http-'));
@@ -47,8 +55,7 @@ export async function startOursStack(options: StackOptions): Promise<Stack> {
     Array.from({ length: options.workers }, (_, i) =>
       startChild({
         label: `worker ${i + 1}`,
-        command: BIN,
-        args: ['worker', '--port', '0'],
+        ...ours(['worker', '--port', '0']),
         env,
         ready: /consuming/,
       }),
@@ -57,8 +64,7 @@ export async function startOursStack(options: StackOptions): Promise<Stack> {
   const port = await freePort();
   const front = await startChild({
     label: 'coordinator',
-    command: BIN,
-    args: ['coordinator', '--host', '127.0.0.1', '--port', String(port)],
+    ...ours(['coordinator', '--host', '127.0.0.1', '--port', String(port)]),
     env,
     ready: /listening on/,
   });
