@@ -126,6 +126,7 @@ describe('the coordinator’s /metrics', () => {
       td_calls_total: 'counter',
       td_call_duration_seconds: 'histogram',
       td_rounds_in_progress: 'gauge',
+      td_rounds_waiting: 'gauge',
       td_dedupe_hits_total: 'counter',
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',

@@ -24,6 +24,7 @@ import { answerInput, inputAnswered } from './passes/park.js';
 import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
 import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
+import { RoundAdmission } from './round/admission.js';
 import { DEFAULT_LEASE_MS, RoundRecovery } from './round/recovery.js';
 import type { RoundDeps } from './round/run-round.js';
 import { type RoundsDeps, sessionNotFound, startRound, submitRound } from './round/submit-round.js';
@@ -95,6 +96,7 @@ export class Engine implements Dispatcher {
   private readonly rounds: RoundsDeps;
   private readonly recovery: RoundRecovery | undefined;
   private draining = false;
+  private readonly admission: RoundAdmission;
   /** Aborted once a drain's grace has passed: parked calls' waits let go. */
   private readonly parkRelease = new AbortController();
   private readonly log: (line: string) => void;
@@ -127,6 +129,11 @@ export class Engine implements Dispatcher {
       parkRelease: this.parkRelease.signal,
       hooks,
     };
+    this.admission = new RoundAdmission({
+      maxInFlight: config.maxRoundsInFlight,
+      queueMs: config.roundQueueMs,
+      ...(hooks?.roundsWaiting ? { onWaiting: hooks.roundsWaiting.bind(hooks) } : {}),
+    });
     const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
     this.recovery = options.ledger
       ? new RoundRecovery({
@@ -184,8 +191,14 @@ export class Engine implements Dispatcher {
   async submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
     if (this.draining)
       throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
-    await this.syncCatalog();
-    return submitRound(this.rounds, input);
+    // Past TD_MAX_ROUNDS_IN_FLIGHT, the round waits for its turn here, before anything of it begins.
+    const release = await this.admission.admit();
+    try {
+      await this.syncCatalog();
+      return await submitRound(this.rounds, input);
+    } finally {
+      release();
+    }
   }
 
   /** Starts the heartbeat and the takeover of dead coordinators' rounds (distributed mode; see RoundRecovery). */

@@ -206,6 +206,8 @@ export interface RoundHooks {
   /** Each committed result, with the call's resolved name. */
   result?(result: CallResult, planned: PlannedCall): void;
   roundsInProgress?(n: number): void;
+  /** Rounds waiting for their turn (TD_MAX_ROUNDS_IN_FLIGHT reached), each time the number changes. */
+  roundsWaiting?(n: number): void;
   /** Confirmations asked (+n) and decided (-n). */
   confirmations?(delta: number): void;
   /** Parked calls this coordinator waits on: one more (+1) or one fewer (-1). */

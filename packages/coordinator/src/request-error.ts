@@ -11,7 +11,9 @@ export type RequestErrorCode =
   /** A round given up by its coordinator after its retries (a retry under its Idempotency-Key). */
   | 'round_failed'
   /** The store did not answer a round's beginning in time (Redis away): nothing is begun; retry. */
-  | 'store_unavailable';
+  | 'store_unavailable'
+  /** The coordinator's rounds in flight were at TD_MAX_ROUNDS_IN_FLIGHT for TD_ROUND_QUEUE_MS: nothing is begun; retry. */
+  | 'overloaded';
 
 export class RequestError extends Error {
   constructor(

@@ -24,6 +24,11 @@ export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
 /** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed call's outcome key stays (a redelivery after a worker died reads it). */
 export const DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 
+/** TD_MAX_ROUNDS_IN_FLIGHT: rounds one coordinator runs at once; more wait their turn in arrival order. */
+export const DEFAULT_MAX_ROUNDS_IN_FLIGHT = 1000;
+/** TD_ROUND_QUEUE_MS: how long a round may wait for its turn; then 503 overloaded (nothing of it begun). */
+export const DEFAULT_ROUND_QUEUE_MS = 30_000;
+
 /** Largest HTTP request body; more is 413. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Most calls in one round; more is 400. */
@@ -80,6 +85,9 @@ export interface DispatchConfig {
    * JOB_NAME_FIELDS (default `{tools}`: the tools of the calls it carries, joined by `+`).
    */
   jobName: string;
+  /** TD_MAX_ROUNDS_IN_FLIGHT and TD_ROUND_QUEUE_MS: the coordinator's admission of rounds (see RoundAdmission). */
+  maxRoundsInFlight: number;
+  roundQueueMs: number;
 }
 
 /** What a TD_JOB_NAME template may name: a job's tools, and the session, run and round of its first call, and its queue. */
@@ -164,6 +172,11 @@ export function resolveConfig(
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
     jobName: options.jobName ?? jobNameOf(env.TD_JOB_NAME),
+    maxRoundsInFlight:
+      options.maxRoundsInFlight ??
+      positiveInt(env.TD_MAX_ROUNDS_IN_FLIGHT, DEFAULT_MAX_ROUNDS_IN_FLIGHT, 'TD_MAX_ROUNDS_IN_FLIGHT'),
+    roundQueueMs:
+      options.roundQueueMs ?? positiveInt(env.TD_ROUND_QUEUE_MS, DEFAULT_ROUND_QUEUE_MS, 'TD_ROUND_QUEUE_MS'),
     finishedJobRetentionMs:
       options.finishedJobRetentionMs ??
       positiveInt(env.TD_FINISHED_JOB_RETENTION_MS, DEFAULT_FINISHED_JOB_RETENTION_MS, 'TD_FINISHED_JOB_RETENTION_MS'),

@@ -5,6 +5,8 @@ import {
   ConfigError,
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
+  DEFAULT_MAX_ROUNDS_IN_FLIGHT,
+  DEFAULT_ROUND_QUEUE_MS,
   type DispatchConfig,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
@@ -46,6 +48,10 @@ Environment (docs/api.md):
                          default 1); the same for every coordinator and worker of a prefix
   TD_JOB_NAME            BullMQ job names on the dashboard: a template of {tools}, {session}, {run},
                          {round}, {queue} (default {tools})
+  TD_MAX_ROUNDS_IN_FLIGHT  rounds one coordinator runs at once; more wait their turn in arrival order
+                         (default ${DEFAULT_MAX_ROUNDS_IN_FLIGHT})
+  TD_ROUND_QUEUE_MS      how long a round may wait for its turn before 503 overloaded, nothing of it
+                         begun (default ${DEFAULT_ROUND_QUEUE_MS})
   TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)

@@ -110,6 +110,11 @@ export class CoordinatorMetrics {
     help: 'Rounds this coordinator has accepted and not yet answered.',
     registers: [this.registry],
   });
+  private readonly roundsWaiting = new Gauge({
+    name: 'td_rounds_waiting',
+    help: 'Rounds waiting for their turn on this coordinator (TD_MAX_ROUNDS_IN_FLIGHT in flight).',
+    registers: [this.registry],
+  });
   private readonly dedupeHits = new Counter({
     name: 'td_dedupe_hits_total',
     help: 'Calls answered deduped from an earlier successful call of the run.',
@@ -202,6 +207,10 @@ export class CoordinatorMetrics {
   /** For a source that knows the count (the engine's `roundsInProgress` hook). */
   setRoundsInProgress(n: number): void {
     this.roundsInProgress.set(n);
+  }
+
+  setRoundsWaiting(n: number): void {
+    this.roundsWaiting.set(n);
   }
 
   confirmationRequested(): void {

@@ -154,6 +154,7 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
   if (metrics) {
     hooks.result = (result) => metrics.recordCall(result);
     hooks.roundsInProgress = (n) => metrics.setRoundsInProgress(n);
+    hooks.roundsWaiting = (n) => metrics.setRoundsWaiting(n);
     hooks.confirmations = (delta) => {
       if (delta > 0) for (let i = 0; i < delta; i++) metrics.confirmationRequested();
       else for (let i = 0; i < -delta; i++) metrics.confirmationSettled();

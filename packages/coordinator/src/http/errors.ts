@@ -51,6 +51,7 @@ const REQUEST_ERROR_STATUS = {
   shutting_down: 503,
   round_failed: 500,
   store_unavailable: 503,
+  overloaded: 503,
 } as const satisfies Record<RequestErrorCode, number>;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;

@@ -60,7 +60,8 @@ export interface BuildServerOptions {
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
   if (error.statusCode === 401) reply.header('www-authenticate', 'Bearer');
-  if (error.code === 'store_unavailable') reply.header('retry-after', String(STORE_RETRY_AFTER_S));
+  if (error.code === 'store_unavailable' || error.code === 'overloaded')
+    reply.header('retry-after', String(STORE_RETRY_AFTER_S));
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
 
