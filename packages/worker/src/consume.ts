@@ -156,7 +156,6 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const questions = new Questions(redis, keys);
 
   const consumers: WatchedConsumer[] = [];
-  const consumerMakers = new Map<WatchedConsumer, () => Worker>();
   for (const queue of QUEUE_CLASSES) {
     const processCalls = async (
       bullJob: Job,
@@ -178,8 +177,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     for (const [shard, name] of names.entries()) {
       // A serial job is one call, so for the serial queue jobs and slots are the same number.
       const concurrency = shareOf(limits[queue], shard, names.length);
-      const consumer = { queueName: name, concurrency, active: 0, takenAt: Date.now() } as WatchedConsumer;
-      const make = () => {
+      const make = (): Worker => {
         const worker = new Worker(
           name,
           async function takeJob(bullJob: Job, token?: string, signal?: AbortSignal) {
@@ -211,8 +209,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         });
         return worker;
       };
-      consumer.worker = make();
-      consumerMakers.set(consumer, make);
+      // `make`'s processor counts on `consumer`, which exists before any job can arrive.
+      const consumer: WatchedConsumer = {
+        queueName: name,
+        concurrency,
+        active: 0,
+        takenAt: Date.now(),
+        worker: make(),
+        make,
+      };
       consumers.push(consumer);
     }
   }
@@ -220,7 +225,6 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     redis,
     prefix,
     consumers,
-    replace: (c) => (consumerMakers.get(c) as () => Worker)(),
     log: resolved.log,
     onError,
   });

@@ -15,16 +15,17 @@ function fakeWorker(label: string): Worker & { closed: boolean; label: string } 
 }
 
 function setup(head: () => string | null) {
+  let made = 0;
   const consumer: WatchedConsumer = {
     queueName: '{td-concurrent}',
     concurrency: 2,
     worker: fakeWorker('first'),
+    make: () => fakeWorker(`replacement ${++made}`),
     active: 0,
     takenAt: 0,
   };
   const lines: string[] = [];
   const asked: string[] = [];
-  let made = 0;
   const watch = new StuckConsumerWatch({
     redis: {
       lindex: async (key, index) => {
@@ -34,7 +35,6 @@ function setup(head: () => string | null) {
     },
     prefix: 'td',
     consumers: [consumer],
-    replace: () => fakeWorker(`replacement ${++made}`),
     log: (l) => lines.push(l),
     onError: (e) => {
       throw e;

@@ -11,8 +11,10 @@ export interface WatchedConsumer {
   readonly queueName: string;
   /** Its BullMQ concurrency. */
   readonly concurrency: number;
-  /** The BullMQ worker consuming it now (replaced by `replace`). */
+  /** The BullMQ worker consuming it now (replaced by one from `make`). */
   worker: Worker;
+  /** A new BullMQ worker for the queue, with the same processor and options. */
+  readonly make: () => Worker;
   /** Jobs it runs now. */
   active: number;
   /** When it last took a job (ms since the epoch), or when it started. */
@@ -24,8 +26,6 @@ export interface StuckConsumerWatchOptions {
   /** BullMQ's key prefix (TD_PREFIX). */
   prefix: string;
   consumers: readonly WatchedConsumer[];
-  /** A new BullMQ worker for the consumer's queue, with the same processor and options. */
-  replace(consumer: WatchedConsumer): Worker;
   log(line: string): void;
   onError(error: Error): void;
   /** How often the wait lists are looked at (default STUCK_CHECK_MS). */
@@ -100,7 +100,7 @@ export class StuckConsumerWatch {
       .close()
       .catch(() => undefined)
       .finally(() => this.retired.delete(old));
-    consumer.worker = this.options.replace(consumer);
+    consumer.worker = consumer.make();
     consumer.takenAt = now;
   }
 }

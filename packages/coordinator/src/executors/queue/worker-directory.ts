@@ -110,8 +110,9 @@ export class WorkerDirectory {
   /**
    * The announcements of live workers (id, handlers, concurrency, host). A worker this directory
    * saw live whose announcement lapsed less than LAPSED_GRACE_MS ago without it leaving (still
-   * listed, so it did not close) counts on its last announcement read while it was live: with its Redis node away its heartbeats did not
-   * land, and the node comes back with the announcement expired. Without this, the rounds of the
+   * listed, so it did not close) counts on its last announcement read while it was live: with its
+   * Redis node away its heartbeats did not land, and the node comes back with the announcement
+   * expired. Without this, the rounds of the
    * first moments after a node's return were answered "no handler is registered" (seen on a
    * cluster after a primary was down 6 s).
    */
@@ -130,7 +131,8 @@ export class WorkerDirectory {
       ids.push(id);
       if (Number(listed[i + 1]) <= now) lapsed.add(id);
     }
-    for (const id of this.lastSeen.keys()) if (!ids.includes(id)) this.lastSeen.delete(id);
+    const listedIds = new Set(ids);
+    for (const id of this.lastSeen.keys()) if (!listedIds.has(id)) this.lastSeen.delete(id);
     if (ids.length === 0) return [];
     const values = await this.redis.mget(...ids.map((id) => this.keys.worker(id)));
     const workers: WorkerAnnouncement[] = [];
