@@ -38,6 +38,7 @@ describe('CoordinatorMetrics', () => {
       td_calls_total: 'counter',
       td_call_duration_seconds: 'histogram',
       td_rounds_in_progress: 'gauge',
+      td_rounds_waiting: 'gauge',
       td_dedupe_hits_total: 'counter',
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',
@@ -114,6 +115,9 @@ describe('CoordinatorMetrics', () => {
     text = await m.metrics();
     expect(value(text, 'td_rounds_in_progress')).toBe(4);
     expect(value(text, 'td_confirmations_pending')).toBe(0);
+    expect(value(text, 'td_rounds_waiting')).toBe(0);
+    m.setRoundsWaiting(3);
+    expect(value(await m.metrics(), 'td_rounds_waiting')).toBe(3);
   });
 
   it('tracks the parked calls waited on', async () => {
