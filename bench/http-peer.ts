@@ -86,7 +86,8 @@ const server = createServer(function peerRequest(req, res) {
   handle(req, res).catch((e: Error) => send(res, 500, { error: { code: 'internal_error', message: e.message } }));
 });
 server.keepAliveTimeout = 60_000;
-server.listen(Number(port), '127.0.0.1', () => {
+// The same accept backlog as the coordinator's (LISTEN_BACKLOG), so a burst of connections hits both alike.
+server.listen({ port: Number(port), host: '127.0.0.1', backlog: 65_535 }, () => {
   const address = server.address();
   process.stdout.write(`listening on ${typeof address === 'object' && address ? address.port : '?'}\n`);
 });

@@ -3,7 +3,7 @@
 # install is needed), builds every package, and installs the system tools the tests use when
 # they are missing and apt-get is at hand (redis-server for the distributed tests, promtool to
 # lint /metrics, chromium for the dashboard's browser test; playwright-core drives it and never
-# downloads a browser). Safe to run again.
+# downloads a browser; ss, of iproute2, to read a listening socket's backlog). Safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
@@ -20,6 +20,7 @@ need=""
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 [ -x /usr/bin/chromium ] || need="$need chromium"
+command -v ss >/dev/null 2>&1 || need="$need iproute2"
 if [ -n "$need" ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "setup: installing$need (apt-get)"

@@ -19,6 +19,7 @@ import {
 } from '@tool-dispatch/shared';
 import { initTracing } from '@tool-dispatch/shared/tracing';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { LISTEN_BACKLOG } from '../http/limits.js';
 import { runDemo } from './demo.js';
 import { distributedCoordinator, runWorkerProcess } from './distributed.js';
 import { createEngine } from './embedded.js';
@@ -67,6 +68,7 @@ Limits:
   args of one call       ${MAX_ARGS_BYTES} bytes, nested ${MAX_ARGS_DEPTH} levels (that call ends "invalid")
   output of one call     ${MAX_OUTPUT_BYTES} bytes (that call ends "error"/handler_error)
   command output, file read, HTTP body  ${MAX_STREAM_BYTES} bytes each (cut, flagged "truncated")
+  connections not yet taken  ${LISTEN_BACKLOG} (the listen backlog; Linux caps it at net.core.somaxconn)
 `;
 
 function port(value: string): number {

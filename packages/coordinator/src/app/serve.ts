@@ -2,6 +2,7 @@ import type { DispatchConfig } from '@tool-dispatch/shared';
 import type { Tracing } from '@tool-dispatch/shared/tracing';
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../engine.js';
+import { LISTEN_BACKLOG } from '../http/limits.js';
 import { buildServer } from '../http/server.js';
 import { createEngine } from './embedded.js';
 
@@ -41,7 +42,7 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
     ...(options.extraRoutes ? { extraRoutes: options.extraRoutes } : {}),
     ...(options.tracing ? { tracing: options.tracing } : {}),
   });
-  await app.listen({ port: options.port, host: options.host });
+  await app.listen({ port: options.port, host: options.host, backlog: LISTEN_BACKLOG });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   const shownHost = options.host.includes(':') ? `[${options.host}]` : options.host;

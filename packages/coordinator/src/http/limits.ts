@@ -12,6 +12,14 @@ export const HEADERS_TIMEOUT_MS = 30_000;
  * upload counts: a round that takes longer to answer is not cut.
  */
 export const REQUEST_TIMEOUT_MS = 60_000;
+/**
+ * How many connections the kernel may hold for the server, set up but not yet taken by it (the
+ * `listen(2)` backlog; Node's default is 511). A burst of new connections past it overflows the
+ * accept queue: the kernel drops their handshakes and the clients send again after 1, 3, 7, 15 s…,
+ * so their requests answer tens of seconds late, reset, or 408 (headers not in time). Linux caps
+ * it at `net.core.somaxconn` (4096 by default).
+ */
+export const LISTEN_BACKLOG = 65_535;
 /** How often Node looks for connections past those timeouts (its default is 30 s). */
 const TIMEOUT_CHECK_MS = 1_000;
 
