@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
+import { LISTEN_BACKLOG } from '../packages/coordinator/src/http/limits.js';
 
 const [redisUrl = 'redis://127.0.0.1:6379', prefix = 'bench-peer', port = '0'] = process.argv.slice(2);
 const PEER_QUEUE = 'calls';
@@ -86,8 +87,8 @@ const server = createServer(function peerRequest(req, res) {
   handle(req, res).catch((e: Error) => send(res, 500, { error: { code: 'internal_error', message: e.message } }));
 });
 server.keepAliveTimeout = 60_000;
-// The same accept backlog as the coordinator's (LISTEN_BACKLOG), so a burst of connections hits both alike.
-server.listen({ port: Number(port), host: '127.0.0.1', backlog: 65_535 }, () => {
+// The coordinator's accept backlog, so a burst of connections hits both sides alike.
+server.listen({ port: Number(port), host: '127.0.0.1', backlog: LISTEN_BACKLOG }, () => {
   const address = server.address();
   process.stdout.write(`listening on ${typeof address === 'object' && address ? address.port : '?'}\n`);
 });

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LISTEN_BACKLOG } from '../../packages/coordinator/src/http/limits.js';
 import { CliProcesses, killGroup } from '../support/cli-procs.js';
+import { exchange, head } from './raw-http.js';
 
 // A burst of new connections larger than Node's default listen backlog (511) reaching a
 // coordinator that cannot take them yet: the kernel must hold them all (LISTEN_BACKLOG), none
@@ -12,9 +12,11 @@ import { CliProcesses, killGroup } from '../support/cli-procs.js';
 
 /** Linux's count of connections dropped because a listen queue was full (machine-wide). */
 function listenOverflows(): number {
-  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
-  const names = lines.find((l) => l.startsWith('TcpExt:'))?.split(/\s+/) ?? [];
-  const values = lines.filter((l) => l.startsWith('TcpExt:'))[1]?.split(/\s+/) ?? [];
+  // Two TcpExt lines: the counters' names, then their values.
+  const [names = [], values = []] = readFileSync('/proc/net/netstat', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('TcpExt:'))
+    .map((l) => l.split(/\s+/));
   const at = names.indexOf('ListenOverflows');
   if (at < 0) throw new Error('no TcpExt ListenOverflows in /proc/net/netstat');
   return Number(values[at]);
@@ -27,21 +29,6 @@ function listenBacklog(port: number): number {
       .trim()
       .split('\n')[0] ?? '';
   return Number(line.split(/\s+/)[2]);
-}
-
-/** Opens a connection, sends GET /healthz and resolves with the status line once the server closes it. */
-function healthz(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let text = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (d: string) => {
-      text += d;
-    });
-    socket.on('end', () => resolve(text.split('\r\n')[0] ?? ''));
-    socket.on('error', reject);
-    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-  });
 }
 
 describe('a burst of new connections', () => {
@@ -60,11 +47,12 @@ describe('a burst of new connections', () => {
     const before = listenOverflows();
     // Stopped, the coordinator accepts nothing: every connection waits in its listen queue.
     killGroup(coordinator, 'SIGSTOP');
-    const answers = Array.from({ length: burst }, () => healthz(coordinator.port));
+    const healthz = head('GET /healthz HTTP/1.1', 'Host: x', 'Connection: close');
+    const answers = Array.from({ length: burst }, () => exchange(coordinator.port, [healthz], { waitMs: 30_000 }));
     await new Promise((r) => setTimeout(r, 500));
     killGroup(coordinator, 'SIGCONT');
-    const statuses = await Promise.all(answers);
-    expect(statuses.filter((s) => s !== 'HTTP/1.1 200 OK')).toEqual([]);
+    const replies = await Promise.all(answers);
+    expect(replies.map((r) => r.status).filter((status) => status !== 200)).toEqual([]);
     expect(listenOverflows() - before).toBe(0);
   }, 60_000);
 });
