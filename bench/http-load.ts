@@ -33,6 +33,27 @@ export class LoadClient {
     this.agent = this.newAgent();
   }
 
+  /**
+   * Opens `count` keep-alive sockets to the server, each with one `GET /healthz` (a 404 on the
+   * peer: any answer will do), before a slice starts. Without it a slice's first rounds would
+   * measure connection setup under load rather than rounds: libuv 1.45+ (Node 20) accepts one
+   * connection per event-loop turn (libuv#3696), so with the loop busy, the last of 1000 new
+   * connections waited up to 4.8 s to be accepted, on both sides (bench/README.md).
+   */
+  async open(port: number, count: number): Promise<void> {
+    const one = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method: 'GET', path: '/healthz', agent: this.agent }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    await Promise.all(Array.from({ length: count }, one));
+  }
+
   /** One JSON request; rejects on a lost connection or after `timeoutMs`. */
   send(port: number, method: string, path: string, body: unknown, timeoutMs: number): Promise<Reply> {
     const payload = JSON.stringify(body);
@@ -153,6 +174,7 @@ export async function runSlice(client: LoadClient, stack: Stack, load: SliceLoad
   const latenciesMs: number[] = [];
   let rounds = 0;
   client.reset();
+  await client.open(stack.port, load.sessions);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const until = t0 + load.ms;
