@@ -10,11 +10,29 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 const ajv = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true });
 addFormats(ajv);
 const compiled = new Map<string, ValidateFunction | Error>();
+/**
+ * The same, by schema object: a tool's schema is one object call after call, and its canonical
+ * text cost more than the validation itself. (ajv keeps compiled schemas by object too, so a
+ * schema changed in place after its first use was never recompiled.)
+ */
+const compiledFor = new WeakMap<object, ValidateFunction | Error>();
 
 export type Validation = { valid: true } | { valid: false; problems: string[] };
 
 /** Validates a value against a JSON schema; each schema is compiled once and kept. */
 export function validateAgainst(schema: Record<string, unknown>, value: unknown): Validation {
+  let fn = compiledFor.get(schema);
+  if (!fn) {
+    fn = compiledByText(schema);
+    compiledFor.set(schema, fn);
+  }
+  if (fn instanceof Error) return { valid: false, problems: [`the tool's schema does not compile: ${fn.message}`] };
+  if (fn(value)) return { valid: true };
+  return { valid: false, problems: describeErrors(fn.errors ?? []) };
+}
+
+/** The validator of a schema equal to this one (same canonical text), compiled now if there is none. */
+function compiledByText(schema: Record<string, unknown>): ValidateFunction | Error {
   const key = canonicalJson(schema);
   let fn = compiled.get(key);
   if (!fn) {
@@ -25,9 +43,7 @@ export function validateAgainst(schema: Record<string, unknown>, value: unknown)
     }
     compiled.set(key, fn);
   }
-  if (fn instanceof Error) return { valid: false, problems: [`the tool's schema does not compile: ${fn.message}`] };
-  if (fn(value)) return { valid: true };
-  return { valid: false, problems: describeErrors(fn.errors ?? []) };
+  return fn;
 }
 
 /** Whether a JSON schema compiles (for definitions registered at run time). */
