@@ -40,23 +40,15 @@ export class LoadClient {
    * connection per event-loop turn (libuv#3696), so with the loop busy, the last of 1000 new
    * connections waited up to 4.8 s to be accepted, on both sides (bench/README.md).
    */
-  async open(port: number, count: number): Promise<void> {
-    const one = () =>
-      new Promise<void>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, method: 'GET', path: '/healthz', agent: this.agent }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-          res.on('error', reject);
-        });
-        req.on('error', reject);
-        req.end();
-      });
-    await Promise.all(Array.from({ length: count }, one));
+  async open(port: number, count: number, timeoutMs: number): Promise<void> {
+    await Promise.all(Array.from({ length: count }, () => this.send(port, 'GET', '/healthz', undefined, timeoutMs)));
   }
 
-  /** One JSON request; rejects on a lost connection or after `timeoutMs`. */
+  /** One request, with a JSON body unless `body` is undefined; rejects on a lost connection or after `timeoutMs`. */
   send(port: number, method: string, path: string, body: unknown, timeoutMs: number): Promise<Reply> {
-    const payload = JSON.stringify(body);
+    const payload = body === undefined ? '' : JSON.stringify(body);
+    const headers =
+      body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
     return new Promise((resolve, reject) => {
       const req = request(
         {
@@ -65,7 +57,7 @@ export class LoadClient {
           method,
           path,
           agent: this.agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+          headers,
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -174,7 +166,7 @@ export async function runSlice(client: LoadClient, stack: Stack, load: SliceLoad
   const latenciesMs: number[] = [];
   let rounds = 0;
   client.reset();
-  await client.open(stack.port, load.sessions);
+  await client.open(stack.port, load.sessions, load.timeoutMs);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const until = t0 + load.ms;
