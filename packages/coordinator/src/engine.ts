@@ -276,7 +276,9 @@ export class Engine implements Dispatcher {
   private async syncCatalog(): Promise<void> {
     const reading = this.executor.announcedTools?.();
     if (!reading) return;
-    const announced = await within(reading, SYNC_CATALOG_PATIENCE_MS, () => undefined);
+    // At hand (in-process, or read recently): no timer and no wait for this round.
+    const announced =
+      reading instanceof Promise ? await within(reading, SYNC_CATALOG_PATIENCE_MS, () => undefined) : reading;
     if (announced) this.tools.adopt(announced, this.log);
   }
 

@@ -39,9 +39,10 @@ export interface Executor {
   handlerNames(): Promise<ReadonlySet<string>>;
   /**
    * The MCP servers' tools the executor's workers announce (v1.1); the same array while nothing
-   * changed, so a catalog can tell a change by identity. Absent: none.
+   * changed, so a catalog can tell a change by identity. Absent: none. The array itself when the
+   * executor has it at hand (in-process, or read recently), so a round does not wait a turn for it.
    */
-  announcedTools?(): Promise<readonly AnnouncedTool[]>;
+  announcedTools?(): readonly AnnouncedTool[] | Promise<readonly AnnouncedTool[]>;
   /**
    * Told once a round is committed, with the calls it ran and the coordinator whose namespace holds
    * their outcomes (`ExecJob.origin`; absent: this one): what the executor kept of them can go.

@@ -23,7 +23,7 @@ export class LocalExecutor implements Executor {
     return new Set(this.runner.names());
   }
 
-  async announcedTools(): Promise<readonly AnnouncedTool[]> {
+  announcedTools(): readonly AnnouncedTool[] {
     return this.runner.tools?.() ?? NO_TOOLS;
   }
 

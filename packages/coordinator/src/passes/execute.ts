@@ -67,13 +67,16 @@ export async function executeCalls(input: ExecuteInput): Promise<Map<number, Cal
 
 async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResult> {
   if (input.signal.aborted) return cancelled(call);
-  let release: (() => void) | undefined;
-  try {
-    const place = call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial';
-    const onWait = input.waited ? (wait: RunWait) => input.waited?.(call, wait) : undefined;
-    release = await input.limiter.acquire(input.runKey, input.signal, place, onWait);
-  } catch {
-    return cancelled(call);
+  const place = call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial';
+  // Free places are taken at once (most calls); the rest wait their turn in order.
+  let release = input.limiter.tryAcquire(input.runKey, place);
+  if (!release) {
+    try {
+      const onWait = input.waited ? (wait: RunWait) => input.waited?.(call, wait) : undefined;
+      release = await input.limiter.acquire(input.runKey, input.signal, place, onWait);
+    } catch {
+      return cancelled(call);
+    }
   }
   try {
     if (input.signal.aborted) return cancelled(call);

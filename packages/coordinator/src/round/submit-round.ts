@@ -49,7 +49,8 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
     });
     // The listing too: a command the client lost would leave the request waiting for ever.
-    begin = await withinPatience(tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning);
+    const both = tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning;
+    begin = await (store.inProcess ? both : withinPatience(both));
   } catch (e) {
     // Failed, not answered in time, or only its reply lost (the round stored, its key held):
     // resumed later if it was stored.

@@ -61,6 +61,7 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Store {
   /** The engine publishes the round's events on its EventBus. */
   readonly appendsEvents = false;
+  readonly inProcess = true;
   private readonly buckets = new Map<string, SessionBucket>();
   private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
   private readonly now: () => number;

@@ -104,6 +104,8 @@ export interface Store {
    * themselves, in the same step; otherwise the caller publishes them.
    */
   readonly appendsEvents: boolean;
+  /** True when the store is this process's memory: its answers cannot be lost on the way, so no patience timer. */
+  readonly inProcess?: boolean;
   getSession(session: string): Promise<SessionState | null>;
   putSession(state: SessionState): Promise<void>;
   /** Adds names to the session's fetched set (no-op for names already there). */

@@ -136,3 +136,54 @@ describe('RunLimiter serial lane', () => {
     expect((limiter as unknown as { runs: Map<string, unknown> }).runs.size).toBe(0);
   });
 });
+
+describe('RunLimiter.tryAcquire', () => {
+  const runsOf = (limiter: RunLimiter) => (limiter as unknown as { runs: Map<string, unknown> }).runs;
+
+  it('takes free places at once and refuses, without queueing, when the run is full', async () => {
+    const limiter = new RunLimiter(2);
+    const a = limiter.tryAcquire('a');
+    const b = limiter.tryAcquire('a');
+    expect(a).toBeTypeOf('function');
+    expect(b).toBeTypeOf('function');
+    expect(limiter.tryAcquire('a')).toBeUndefined();
+    expect(limiter.tryAcquire('other')).toBeTypeOf('function');
+    a?.();
+    const c = limiter.tryAcquire('a');
+    expect(c).toBeTypeOf('function');
+    b?.();
+    c?.();
+    runsOf(limiter).delete('other');
+    expect(runsOf(limiter).size).toBe(0);
+  });
+
+  it('refuses a serial call while the lane is held, but not a concurrent one', async () => {
+    const limiter = new RunLimiter(5);
+    const serial = limiter.tryAcquire('a', 'serial');
+    expect(serial).toBeTypeOf('function');
+    expect(limiter.tryAcquire('a', 'serial')).toBeUndefined();
+    const concurrent = limiter.tryAcquire('a');
+    expect(concurrent).toBeTypeOf('function');
+    serial?.();
+    const next = limiter.tryAcquire('a', 'serial');
+    expect(next).toBeTypeOf('function');
+    next?.();
+    concurrent?.();
+    expect(runsOf(limiter).size).toBe(0);
+  });
+
+  it('never jumps ahead of a call waiting in acquire: a freed place goes to the waiter', async () => {
+    const limiter = new RunLimiter(1);
+    const first = limiter.tryAcquire('a') as () => void;
+    let granted = false;
+    const waiting = limiter.acquire('a').then((release) => {
+      granted = true;
+      return release;
+    });
+    first();
+    expect(limiter.tryAcquire('a')).toBeUndefined();
+    (await waiting)();
+    expect(granted).toBe(true);
+    expect(runsOf(limiter).size).toBe(0);
+  });
+});

@@ -1,5 +1,3 @@
-import { getOrCreate } from './maps.js';
-
 interface Waiter {
   grant(): void;
   reject(reason: unknown): void;
@@ -20,10 +18,8 @@ export class Semaphore {
    * per signal for all of them, since every call of a run waits on the run's one signal.
    */
   async acquire(signal?: AbortSignal): Promise<() => void> {
-    if (this.active < this.limit) {
-      this.active++;
-      return this.releaser();
-    }
+    const now = this.take();
+    if (now) return now;
     signal?.throwIfAborted();
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = { grant: resolve, reject, signal };
@@ -61,6 +57,13 @@ export class Semaphore {
     if (watched.waiters.size > 0) return;
     this.bySignal.delete(signal);
     signal.removeEventListener('abort', watched.onAbort);
+  }
+
+  /** A place now, without a wait (no promise), or undefined when none is free. */
+  take(): (() => void) | undefined {
+    if (this.active >= this.limit) return undefined;
+    this.active++;
+    return this.releaser();
   }
 
   /** True when `acquire` would grant a place at once. */
@@ -111,6 +114,23 @@ export class RunLimiter {
 
   constructor(private readonly limit: number) {}
 
+  /**
+   * The run's places for one call when they are free now, with no wait (most calls: no promise,
+   * nothing queued); undefined when the call must wait (`acquire`).
+   */
+  tryAcquire(runKey: string, place: RunPlace = 'concurrent'): (() => void) | undefined {
+    const run = this.runs.get(runKey);
+    if (run && (!run.calls.isFree || (place === 'serial' && !run.serial.isFree))) return undefined;
+    const slots = run ?? this.slotsOf(runKey);
+    const lane = place === 'serial' ? slots.serial.take() : undefined;
+    const call = slots.calls.take() as () => void;
+    return () => {
+      call();
+      lane?.();
+      this.dropIfIdle(runKey, slots);
+    };
+  }
+
   /** The run's places for one call; `onWait` hears of each wait the call had for one (tracing). */
   async acquire(
     runKey: string,
@@ -118,11 +138,11 @@ export class RunLimiter {
     place: RunPlace = 'concurrent',
     onWait?: (wait: RunWait) => void,
   ): Promise<() => void> {
-    const run = getOrCreate(this.runs, runKey, () => ({ calls: new Semaphore(this.limit), serial: new Semaphore(1) }));
+    const run = this.runs.get(runKey) ?? this.slotsOf(runKey);
     const held: (() => void)[] = [];
     const release = () => {
       for (const r of held.splice(0).reverse()) r();
-      if (run.calls.load === 0 && run.serial.load === 0 && this.runs.get(runKey) === run) this.runs.delete(runKey);
+      this.dropIfIdle(runKey, run);
     };
     try {
       // The serial lane first: a serial call waiting for another's end holds none of the run's places.
@@ -133,6 +153,16 @@ export class RunLimiter {
       release();
       throw e;
     }
+  }
+
+  private slotsOf(runKey: string): RunSlots {
+    const slots = { calls: new Semaphore(this.limit), serial: new Semaphore(1) };
+    this.runs.set(runKey, slots);
+    return slots;
+  }
+
+  private dropIfIdle(runKey: string, run: RunSlots): void {
+    if (run.calls.load === 0 && run.serial.load === 0 && this.runs.get(runKey) === run) this.runs.delete(runKey);
   }
 }
 

@@ -249,7 +249,7 @@ export class QueueExecutor implements Executor {
   }
 
   /** The MCP tools live workers announce (WorkerDirectory.announcedTools). */
-  announcedTools(): Promise<readonly AnnouncedTool[]> {
+  announcedTools(): readonly AnnouncedTool[] | Promise<readonly AnnouncedTool[]> {
     return this.workers.announcedTools();
   }
 

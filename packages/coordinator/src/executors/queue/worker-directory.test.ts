@@ -148,6 +148,18 @@ describe('WorkerDirectory.announcedTools', () => {
     });
   });
 
+  it('answers the array itself, not a promise, while its cache holds a read (a round waits no turn for it)', async () => {
+    const { announce, keys } = deployment();
+    await announce('w1', { at: 1_000, tools: [tool('a', 'one')] });
+    const dir = new WorkerDirectory(redis, keys, 60_000);
+    const first = dir.announcedTools();
+    expect(first).toBeInstanceOf(Promise);
+    const read = await first;
+    const cached = dir.announcedTools();
+    expect(cached).not.toBeInstanceOf(Promise);
+    expect(cached).toBe(read);
+  });
+
   describe('when the announcements say the same', () => {
     it('hands out the same array (the catalog compares by identity)', async () => {
       const { announce, directory } = deployment();

@@ -18,7 +18,7 @@ export const LAPSED_GRACE_MS = 15_000;
 
 /** The workers of a deployment as their announcements in Redis tell them: who is alive, and which handlers they have. */
 export class WorkerDirectory {
-  private handlersRead: { at: number; names: Promise<Snapshot> } | undefined;
+  private handlersRead: { at: number; snapshot: Snapshot } | undefined;
   private handlersRefresh: Promise<Snapshot> | undefined;
   /** The tools last read, handed out again while the announcements say the same (the catalog compares by identity). */
   private tools: { key: string; list: readonly AnnouncedTool[] } = { key: '', list: [] };
@@ -52,22 +52,24 @@ export class WorkerDirectory {
   /**
    * The MCP tools live workers announce, merged by name (a name two workers announce differently:
    * the most recent announcement's); the same array while they announce the same. Read like
-   * handlerNames (the same read, the same cache).
+   * handlerNames (the same read, the same cache); the array itself while the cache answers.
    */
-  async announcedTools(): Promise<readonly AnnouncedTool[]> {
-    return (await this.snapshot()).tools;
+  announcedTools(): readonly AnnouncedTool[] | Promise<readonly AnnouncedTool[]> {
+    const known = this.snapshot();
+    return known instanceof Promise ? known.then((s) => s.tools) : known.tools;
   }
 
-  private snapshot(): Promise<Snapshot> {
+  /** The snapshot the cache holds when it may answer, else the read under way. */
+  private snapshot(): Snapshot | Promise<Snapshot> {
     const now = Date.now();
     const known = this.handlersRead;
-    if (known && now - known.at <= this.handlerCacheMs) return known.names;
+    if (known && now - known.at <= this.handlerCacheMs) return known.snapshot;
     if (!this.handlersRefresh) {
       const refresh = this.liveWorkers().then((workers) => this.snapshotOf(workers));
       this.handlersRefresh = refresh;
       refresh.then(
-        () => {
-          this.handlersRead = { at: now, names: refresh };
+        (snapshot) => {
+          this.handlersRead = { at: now, snapshot };
           this.handlersRefresh = undefined;
         },
         () => {
@@ -75,7 +77,7 @@ export class WorkerDirectory {
         },
       );
     }
-    if (known && now - known.at <= 2 * this.handlerCacheMs) return known.names;
+    if (known && now - known.at <= 2 * this.handlerCacheMs) return known.snapshot;
     return this.handlersRefresh;
   }
 
