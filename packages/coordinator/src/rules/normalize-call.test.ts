@@ -193,6 +193,35 @@ describe('readArgs', () => {
     });
   });
 
+  describe('when a quick upper bound of the size passes the limit', () => {
+    it('accepts args whose JSON is in fact small', () => {
+      const args = {
+        s: 'x'.repeat(50_000),
+        keys: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}`, i])),
+      };
+      expect(argsShapeProblem(args)).toBeUndefined();
+    });
+
+    it('counts the bytes exactly, escapes included', () => {
+      const args = { s: '\u0001'.repeat(43_690) };
+      const bytes = Buffer.byteLength(JSON.stringify(args));
+      expect(bytes).toBe(MAX_ARGS_BYTES + 4);
+      expect(argsShapeProblem(args)).toBe(`args are ${bytes} bytes; the limit is ${MAX_ARGS_BYTES} bytes`);
+    });
+  });
+
+  it('counts what a toJSON or a class instance writes, not the object it is on', () => {
+    const big = 'x'.repeat(MAX_ARGS_BYTES);
+    expect(argsShapeProblem({ v: { toJSON: () => big } })).toMatch(/bytes; the limit is 262144 bytes/);
+    expect(argsShapeProblem({ when: new Date(0) })).toBeUndefined();
+    class Blob {
+      toJSON() {
+        return big;
+      }
+    }
+    expect(argsShapeProblem({ v: new Blob() })).toMatch(/bytes; the limit is 262144 bytes/);
+  });
+
   it('accepts args of exactly 256 KiB', () => {
     expect(MAX_ARGS_BYTES).toBe(256 * 1024);
     const args = argsOfBytes(MAX_ARGS_BYTES);

@@ -27,48 +27,80 @@ function describeType(v: unknown): string {
   return `a ${typeof v}`;
 }
 
-/** Args objects checked already (a round's calls are read more than once: run_tool's, then the call's). */
-const shapeChecked = new WeakMap<object, string | undefined>();
-
-/** Size, depth and prototype-key limits on args (README "Limits"); args are not changed once read. */
+/**
+ * Size, depth and prototype-key limits on args (README "Limits"). One walk checks depth and keys
+ * and bounds the JSON's size from above; the JSON is written out to count its bytes exactly only
+ * when that bound passes the limit, or for a value whose JSON the walk cannot bound (a toJSON).
+ */
 export function argsShapeProblem(args: Record<string, unknown>): string | undefined {
-  if (shapeChecked.has(args)) return shapeChecked.get(args);
-  const problem = checkShape(args);
-  shapeChecked.set(args, problem);
-  return problem;
-}
-
-function checkShape(args: Record<string, unknown>): string | undefined {
-  const depth = maxDepth(args, 0);
-  if (depth > MAX_ARGS_DEPTH) return `args are nested deeper than ${MAX_ARGS_DEPTH} levels`;
-  const bad = forbiddenKey(args);
-  if (bad) return `args contain the forbidden key "${bad}"`;
+  const walk: ShapeWalk = { bound: 0, forbidden: undefined, exact: false };
+  if (!scan(args, 1, walk)) return `args are nested deeper than ${MAX_ARGS_DEPTH} levels`;
+  if (walk.forbidden) return `args contain the forbidden key "${walk.forbidden}"`;
+  if (walk.bound <= MAX_ARGS_BYTES && !walk.exact) return undefined;
   const bytes = Buffer.byteLength(JSON.stringify(args));
   if (bytes > MAX_ARGS_BYTES) return `args are ${bytes} bytes; the limit is ${MAX_ARGS_BYTES} bytes`;
   return undefined;
 }
 
-function maxDepth(v: unknown, d: number): number {
-  if (d > MAX_ARGS_DEPTH) return d;
-  if (Array.isArray(v)) return v.reduce<number>((m, x) => Math.max(m, maxDepth(x, d + 1)), d + 1);
-  if (isObject(v)) return Object.values(v).reduce<number>((m, x) => Math.max(m, maxDepth(x, d + 1)), d + 1);
-  return d;
+interface ShapeWalk {
+  /** At least the UTF-8 bytes of the JSON walked so far. */
+  bound: number;
+  /** The first forbidden key met, depth first. */
+  forbidden: string | undefined;
+  /** Met a value the bound cannot cover (a class instance, a function, a bigint): count the bytes exactly. */
+  exact: boolean;
 }
 
-function forbiddenKey(v: unknown): string | undefined {
+/** A JSON string's UTF-8 bytes are at most 6 per UTF-16 unit (`\u001f`, a lone surrogate) plus its quotes. */
+const stringBound = (s: string) => 6 * s.length + 2;
+
+/** Walks a container at nesting `level` (the args object is level 1); false once one is deeper than MAX_ARGS_DEPTH. */
+function scan(v: object, level: number, walk: ShapeWalk): boolean {
+  if (level > MAX_ARGS_DEPTH) return false;
+  walk.bound += 2;
   if (Array.isArray(v)) {
     for (const x of v) {
-      const k = forbiddenKey(x);
-      if (k) return k;
+      walk.bound += 1;
+      if (!scanValue(x, level, walk)) return false;
     }
-  } else if (isObject(v)) {
-    for (const k of Object.keys(v)) {
-      if (k === '__proto__') return k;
-      const inner = forbiddenKey(v[k]);
-      if (inner) return inner;
-    }
+    return true;
   }
-  return undefined;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) walk.exact = true;
+  const record = v as Record<string, unknown>;
+  for (const k of Object.keys(record)) {
+    if (k === '__proto__') walk.forbidden ??= k;
+    walk.bound += stringBound(k) + 2;
+    if (!scanValue(record[k], level, walk)) return false;
+  }
+  return true;
+}
+
+function scanValue(x: unknown, level: number, walk: ShapeWalk): boolean {
+  switch (typeof x) {
+    case 'string':
+      walk.bound += stringBound(x);
+      return true;
+    case 'number':
+      walk.bound += 24; // the longest a number prints, "-2.2250738585072014e-308"
+      return true;
+    case 'boolean':
+      walk.bound += 5;
+      return true;
+    case 'object':
+      if (x === null) {
+        walk.bound += 4;
+        return true;
+      }
+      return scan(x, level + 1, walk);
+    case 'undefined':
+    case 'symbol':
+      walk.bound += 4; // left out of an object, `null` in an array
+      return true;
+    default:
+      walk.exact = true; // a function (it may be a toJSON), or a bigint: JSON.stringify decides
+      return true;
+  }
 }
 
 /** The `type` of each function-call shape (the native shape has none). */
