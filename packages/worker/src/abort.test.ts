@@ -1,5 +1,8 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { abortError, isDeadlineAbort, withDeadline } from './abort.js';
+import { abortError, type DeadlineSignal, isDeadlineAbort, onAbort, withDeadline } from './abort.js';
+
+const stoppedOf = (stop: DeadlineSignal) => new Promise<'aborted'>((resolve) => stop.onStop(() => resolve('aborted')));
 
 describe('withDeadline', () => {
   beforeEach(() => {
@@ -17,7 +20,7 @@ describe('withDeadline', () => {
     expect(stop.signal.aborted).toBe(true);
     expect(isDeadlineAbort(stop.signal)).toBe(true);
     expect(abortError(stop.signal).code).toBe('timeout');
-    await expect(stop.stopped).resolves.toBe('aborted');
+    await expect(stoppedOf(stop)).resolves.toBe('aborted');
   });
 
   it("aborts with the caller's reason when the caller aborts, which reads as cancelled", async () => {
@@ -27,7 +30,7 @@ describe('withDeadline', () => {
     caller.abort(reason);
     expect(stop.signal.reason).toBe(reason);
     expect(abortError(stop.signal).code).toBe('cancelled');
-    await expect(stop.stopped).resolves.toBe('aborted');
+    await expect(stoppedOf(stop)).resolves.toBe('aborted');
   });
 
   it('is aborted at once when the caller already was', () => {
@@ -50,7 +53,7 @@ describe('withDeadline', () => {
     const timedOut = withDeadline(new AbortController().signal, 100);
     vi.advanceTimersByTime(100);
     expect(timedOut.aborted).toBe(true);
-    await expect(timedOut.stopped).resolves.toBe('aborted');
+    await expect(stoppedOf(timedOut)).resolves.toBe('aborted');
     expect(timedOut.signal.aborted).toBe(true);
     expect(isDeadlineAbort(timedOut.signal)).toBe(true);
 
@@ -119,5 +122,35 @@ describe('withDeadline hold', () => {
     caller.abort(new Error('cancelled'));
     expect(stop.signal.aborted).toBe(true);
     expect(isDeadlineAbort(stop.signal)).toBe(false);
+  });
+});
+
+describe('onAbort', () => {
+  it('calls each listener once when the signal aborts, and not one taken off before', () => {
+    const caller = new AbortController();
+    const heard: string[] = [];
+    onAbort(caller.signal, () => heard.push('a'));
+    const off = onAbort(caller.signal, () => heard.push('b'));
+    onAbort(caller.signal, () => heard.push('c'));
+    off();
+    caller.abort();
+    caller.abort();
+    expect(heard).toEqual(['a', 'c']);
+  });
+
+  it('puts one listener on the signal however many calls listen', () => {
+    const caller = new AbortController();
+    const offs = Array.from({ length: 50 }, () => onAbort(caller.signal, () => undefined));
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    for (const off of offs) off();
+  });
+
+  it("lets many deadlines follow one caller's signal without a listener each", () => {
+    const caller = new AbortController();
+    const stops = Array.from({ length: 20 }, () => withDeadline(caller.signal, 1_000));
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
+    caller.abort(new Error('run cancelled'));
+    expect(stops.every((s) => s.aborted)).toBe(true);
+    for (const s of stops) s.dispose();
   });
 });

@@ -360,7 +360,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const now = Date.now();
     const announcement: WorkerAnnouncement = {
       id,
-      handlers: registry.names(),
+      handlers: [...registry.names()],
       concurrency: resolved.concurrency,
       serialConcurrency: resolved.serialConcurrency,
       queueShards: resolved.queueShards,

@@ -151,7 +151,7 @@ async function runUntraced(
   let graceTimer: NodeJS.Timeout | undefined;
   try {
     const settled = settle(handler, job.args, ctx);
-    const first = await Promise.race([settled, stop.stopped]);
+    const first = await settledOrStopped(settled, stop);
     if (first !== 'aborted' && first.ok) {
       const output = serialiseOutput(first.value);
       if ('problem' in output) return fail('handler_threw', output.problem);
@@ -219,6 +219,14 @@ function contextFor(job: ExecJob, stop: DeadlineSignal, timeoutMs: number, confi
     timeoutMs,
     config,
   };
+}
+
+/** Whichever comes first: the handler's end, or the stop (`Promise.race` without a promise for the stop). */
+function settledOrStopped(settled: Promise<Settled>, stop: DeadlineSignal): Promise<Settled | 'aborted'> {
+  return new Promise((resolve) => {
+    settled.then(resolve);
+    stop.onStop(() => resolve('aborted'));
+  });
 }
 
 /** Runs the handler, its result or throw (a synchronous one too) as a value. */

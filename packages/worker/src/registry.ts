@@ -22,6 +22,7 @@ export interface HandlerSource {
 export class HandlerRegistry {
   private readonly handlers = new Map<string, Handler>();
   private readonly sources: HandlerSource[] = [];
+  private ownNames: readonly string[] | undefined;
 
   /** Adds a source of handlers (MCP servers' tools); a registered handler wins over a source's. */
   addSource(source: HandlerSource): void {
@@ -33,6 +34,7 @@ export class HandlerRegistry {
     if (name === '') throw new Error('a handler needs a tool name');
     if (this.handlers.has(name)) throw new Error(`a handler for ${name} is already registered`);
     this.handlers.set(name, handler);
+    this.ownNames = undefined;
   }
 
   get(name: string): Handler | undefined {
@@ -59,11 +61,12 @@ export class HandlerRegistry {
     return undefined;
   }
 
-  /** Tool names with a handler (registered, then the sources'), sorted. */
-  names(): string[] {
-    const own = [...this.handlers.keys()];
-    if (this.sources.length === 0) return own.sort();
-    return [...new Set([...own, ...this.sources.flatMap((s) => s.names())])].sort();
+  /** Tool names with a handler (registered, then the sources'), sorted; the same array while nothing was registered. */
+  names(): readonly string[] {
+    // Asked every round: the registered names are sorted once per registration, not per ask.
+    this.ownNames ??= [...this.handlers.keys()].sort();
+    if (this.sources.length === 0) return this.ownNames;
+    return [...new Set([...this.ownNames, ...this.sources.flatMap((s) => s.names())])].sort();
   }
 }
 

@@ -103,15 +103,16 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
 }
 
 function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
-  const base = { id: call.call.id, name: call.name, durationMs: Math.round(o.durationMs) };
-  if (o.status === 'ok') return { ...base, status: 'ok', output: o.output, ranOn: o.ranOn };
+  const id = call.call.id;
+  const durationMs = Math.round(o.durationMs);
+  if (o.status === 'ok') return { id, name: call.name, status: 'ok', output: o.output, durationMs, ranOn: o.ranOn };
   const error =
     o.details === undefined
       ? { code: o.code, message: o.message }
       : { code: o.code, message: o.message, details: o.details };
   return o.ranOn === undefined
-    ? { ...base, status: 'error', error }
-    : { ...base, status: 'error', error, ranOn: o.ranOn };
+    ? { id, name: call.name, status: 'error', error, durationMs }
+    : { id, name: call.name, status: 'error', error, durationMs, ranOn: o.ranOn };
 }
 
 /** What pass 2 needs of the coordinator. */

@@ -12,6 +12,7 @@ import { type Catalog, sessionSpecs } from '../rules/catalog.js';
 import { answerHistoryCall, HISTORY_SCAN_LIMIT, isHistoryTool } from '../rules/history-query.js';
 import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
 import { loadedSet } from '../rules/session-view.js';
+import { getOrCreate } from '../support/maps.js';
 import type { Store } from '../store/store.js';
 
 /** What pass 1 reads and writes. */
@@ -35,11 +36,19 @@ export interface ReadAhead {
 export async function runnableTools(
   executor: Pick<Executor, 'handlerNames'>,
   state: SessionState,
-): Promise<Set<string>> {
-  const names = new Set([...(await executor.handlerNames()), ...COORDINATOR_TOOLS]);
+): Promise<ReadonlySet<string>> {
+  const handlers = await executor.handlerNames();
+  // Most sessions declare no client tools: their set is made once per set of handler names.
+  if (state.clientTools.length === 0) return getOrCreate(runnableOfHandlers, handlers, () => withOwnTools(handlers));
+  const names = withOwnTools(handlers);
   for (const t of state.clientTools) names.delete(t.name);
   return names;
 }
+
+/** The tools runnable with these handlers and no client tools (executors answer the same set while it holds). */
+const runnableOfHandlers = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
+
+const withOwnTools = (handlers: ReadonlySet<string>) => new Set([...handlers, ...COORDINATOR_TOOLS]);
 
 /**
  * The tools pass 1 lets run. A resumed round (taken over, or this coordinator's own that failed
@@ -52,9 +61,10 @@ async function runnableFor(
   executor: Pick<Executor, 'handlerNames'>,
   ctx: RoundContext,
   specs: ReadonlyMap<string, ToolSpec>,
-): Promise<Set<string>> {
-  const names = await runnableTools(executor, ctx.session);
-  if (ctx.origin === undefined) return names;
+): Promise<ReadonlySet<string>> {
+  const runnable = await runnableTools(executor, ctx.session);
+  if (ctx.origin === undefined) return runnable;
+  const names = new Set(runnable);
   const client = new Set(ctx.session.clientTools.map((t) => t.name));
   for (const [name, spec] of specs) if (spec.kind !== 'client' && !client.has(name)) names.add(name);
   return names;
