@@ -12,8 +12,8 @@ import { type Catalog, sessionSpecs } from '../rules/catalog.js';
 import { answerHistoryCall, HISTORY_SCAN_LIMIT, isHistoryTool } from '../rules/history-query.js';
 import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
 import { loadedSet } from '../rules/session-view.js';
-import { getOrCreate } from '../support/maps.js';
 import type { Store } from '../store/store.js';
+import { getOrCreate } from '../support/maps.js';
 
 /** What pass 1 reads and writes. */
 export interface PreflightDeps {
