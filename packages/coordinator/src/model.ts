@@ -104,9 +104,8 @@ export interface HistoryEntry extends CallResult {
 }
 
 /** The `tool.result` event of a committed call: its result, with the round and run. */
-export function toolResultData(entry: HistoryEntry): Record<string, unknown> {
-  const { round, run, at: _at, paths: _paths, ...result } = entry;
-  return { round, run, ...result };
+export function toolResultData(at: { round: string; run: string }, result: CallResult): Record<string, unknown> {
+  return { round: at.round, run: at.run, ...result };
 }
 
 /** A committed call's result, as the round's answer holds it. */

@@ -94,7 +94,10 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     ...(input.completed ? { completed: input.completed } : {}),
   });
   if (outcome.fenced) return null;
-  return items.map((item) => ({ name: 'tool.result' as const, data: toolResultData(item.entry) }));
+  return items.map((item) => ({
+    name: 'tool.result' as const,
+    data: toolResultData(input, input.results[item.callIndex] as CallResult),
+  }));
 }
 
 /** Pass 3 (DESIGN.md): `storeRound`, then its `tool.result` events. */

@@ -141,9 +141,10 @@ export class MemoryStore implements Store {
 
   async findDedupeMany(session: string, run: string, keys: readonly string[]): Promise<Map<string, DedupeEntry>> {
     const found = new Map<string, DedupeEntry>();
+    const entries = this.bucket(session)?.dedupe.get(run);
     for (const key of keys) {
-      const e = await this.findDedupe(session, run, key);
-      if (e) found.set(key, e);
+      const e = entries?.get(key);
+      if (e) found.set(key, clone(e));
     }
     return found;
   }
@@ -153,6 +154,10 @@ export class MemoryStore implements Store {
   }
 
   async dropDedupe(session: string, run: string, invalidation: DedupeInvalidation): Promise<number> {
+    return this.dropDedupeNow(session, run, invalidation);
+  }
+
+  private dropDedupeNow(session: string, run: string, invalidation: DedupeInvalidation): number {
     const m = this.runDedupe(session, run);
     let dropped = 0;
     for (const [key, e] of m) {
@@ -167,6 +172,10 @@ export class MemoryStore implements Store {
   }
 
   async findCached(tenant: string, key: string): Promise<CachedResult | null> {
+    return this.cachedNow(tenant, key);
+  }
+
+  private cachedNow(tenant: string, key: string): CachedResult | null {
     const k = `${tenant}\u0000${key}`;
     const e = this.cache.get(k);
     if (!e) return null;
@@ -180,7 +189,7 @@ export class MemoryStore implements Store {
   async findCachedMany(tenant: string, keys: readonly string[]): Promise<Map<string, CachedResult>> {
     const found = new Map<string, CachedResult>();
     for (const key of keys) {
-      const e = await this.findCached(tenant, key);
+      const e = this.cachedNow(tenant, key);
       if (e) found.set(key, e);
     }
     return found;
@@ -189,6 +198,7 @@ export class MemoryStore implements Store {
   async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
     this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
   }
+
 
   async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
     const h = this.bucket(session)?.history ?? [];
@@ -221,7 +231,7 @@ export class MemoryStore implements Store {
       const e = entries.get(key);
       if (e) dedupe.set(key, clone(e));
     }
-    return { kind: 'new', record: clone(record), session: clone(state), dedupe };
+    return { kind: 'new', record: { ...record }, session: clone(state), dedupe };
   }
 
   async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
@@ -265,15 +275,21 @@ export class MemoryStore implements Store {
     if (r?.state === 'done' || r?.state === 'failed' || (input.owner && r?.owner && r.owner !== input.owner))
       return { fenced: true };
     const history = this.bucket(session, true).history;
+    const kept: HistoryEntry[] = [];
+    const now = this.now();
     for (const item of input.items) {
-      history.push(clone(item.entry));
-      if (item.dedupe) await this.putDedupe(session, run, item.dedupe);
-      if (item.cache) await this.putCached(tenant, item.cache.key, item.cache.value, item.cache.ttlMs);
-      for (const inv of item.invalidations ?? []) await this.dropDedupe(session, run, inv);
+      const entry = clone(item.entry);
+      kept.push(entry);
+      history.push(entry);
+      if (item.dedupe) this.runDedupe(session, run).set(item.dedupe.key, clone(item.dedupe));
+      const c = item.cache;
+      if (c) this.cache.set(`${tenant}\u0000${c.key}`, { value: clone(c.value), expiresAt: now + c.ttlMs });
+      for (const inv of item.invalidations ?? []) this.dropDedupeNow(session, run, inv);
     }
     if (r) {
       r.state = 'done';
-      r.response = { round: input.round, results: input.items.map((item) => clone(resultOf(item.entry))) };
+      // The answer's results share the history's copies: the store hands out only copies of either.
+      r.response = { round: input.round, results: kept.map(resultOf) };
       delete r.calls;
       delete r.planned;
     }

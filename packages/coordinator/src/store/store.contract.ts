@@ -224,6 +224,27 @@ export function describeStoreContract(
         });
       });
 
+      it('keeps its own copies: what the caller passed or was given can change without changing what is stored', async () => {
+        await store.putSession(session('s1'));
+        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_iso', idempotencyKey: undefined, callsHash: '' });
+        const e = entry('rnd_iso', 'c1', 'calculate', { output: { n: 1 } });
+        const stored = structuredClone(e);
+        const d = dedupe('iso', 'calculate');
+        const value = { output: { n: 1 }, callId: 'c1', round: 'rnd_iso', storedAt: 1 };
+        await commit([item(0, e, { dedupe: d, cache: { key: 'iso', value, ttlMs: 60_000 } })], { round: 'rnd_iso' });
+        (e.output as { n: number }).n = 2;
+        (d.output as Record<string, unknown>).changed = true;
+        value.output.n = 3;
+        const answered = await store.getRound('s1', 'r1', 'rnd_iso');
+        ((answered?.response?.results[0]?.output ?? {}) as { n: number }).n = 4;
+        const listed = await store.history('s1');
+        (listed[0]?.output as { n: number }).n = 5;
+        expect(await store.history('s1')).toEqual([stored]);
+        expect((await store.getRound('s1', 'r1', 'rnd_iso'))?.response?.results[0]?.output).toEqual({ n: 1 });
+        expect((await store.findDedupe('s1', 'r1', 'iso'))?.output).toEqual(dedupe('iso', 'calculate').output);
+        expect((await store.findCached('t1', 'iso'))?.output).toEqual({ n: 1 });
+      });
+
       it('returns history oldest first, and one tool on request', async () => {
         const a = entry('rnd_1', 'c1', 'read_files');
         const b = entry('rnd_1', 'c2', 'calculate', { status: 'error', error: { code: 'timeout', message: 't' } });
