@@ -199,7 +199,6 @@ export class MemoryStore implements Store {
     this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
   }
 
-
   async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
     const h = this.bucket(session)?.history ?? [];
     const listed = tool === undefined ? h : h.filter((e) => e.name === tool);

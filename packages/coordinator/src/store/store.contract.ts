@@ -226,7 +226,13 @@ export function describeStoreContract(
 
       it('keeps its own copies: what the caller passed or was given can change without changing what is stored', async () => {
         await store.putSession(session('s1'));
-        await store.beginRound({ session: 's1', run: 'r1', round: 'rnd_iso', idempotencyKey: undefined, callsHash: '' });
+        await store.beginRound({
+          session: 's1',
+          run: 'r1',
+          round: 'rnd_iso',
+          idempotencyKey: undefined,
+          callsHash: '',
+        });
         const e = entry('rnd_iso', 'c1', 'calculate', { output: { n: 1 } });
         const stored = structuredClone(e);
         const d = dedupe('iso', 'calculate');
