@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { resolveConfig, type ToolDefinition } from '@tool-dispatch/shared';
+import { MAX_OUTPUT_BYTES, resolveConfig, type ToolDefinition } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
 import { MemoryConfirmHub } from './confirm/memory.js';
 import { Engine } from './engine.js';
@@ -151,6 +151,21 @@ describe('pass 2: parked calls', () => {
     expect((await round).results[0]).toMatchObject({
       status: 'error',
       error: { code: 'handler_error', message: 'nope' },
+    });
+  });
+
+  it('says error for an output over the output limit, the status the call then ends with', async () => {
+    const t = await setup();
+    const round = t.round([direct('ui_lookup', { q: 'z' })]);
+    const [input] = await t.parked();
+    const output = 'x'.repeat(MAX_OUTPUT_BYTES - 1); // its JSON, quoted, is one byte over
+    expect(await t.engine.answerInput(t.session, input?.inputId ?? '', { output })).toEqual({
+      inputId: input?.inputId,
+      status: 'error',
+    });
+    expect((await round).results[0]).toMatchObject({
+      status: 'error',
+      error: { code: 'handler_error', message: expect.stringMatching(/over the limit of 2097152 bytes/) },
     });
   });
 

@@ -11,7 +11,15 @@ import type {
   RoundHooks,
 } from '../model.js';
 import { RequestError } from '../request-error.js';
-import { answerProblem, askedInputOf, askedReply, inputView, parkedInputOf, parkedResult } from '../rules/park.js';
+import {
+  answeredStatus,
+  answerProblem,
+  askedInputOf,
+  askedReply,
+  inputView,
+  parkedInputOf,
+  parkedResult,
+} from '../rules/park.js';
 
 /** What parking a call reads and writes. */
 export interface ParkDeps {
@@ -111,7 +119,8 @@ export async function answerInput(
   const problem = answerProblem(found.input, answer);
   if (problem) return { kind: 'refused', problem };
   if ((await inputs.answer(session, found.input.inputId, answer)) === 'not_found') return { kind: 'not_found' };
-  return { kind: 'answered', input: found.input, status: 'output' in answer ? 'ok' : 'error' };
+  // The status the answer gives the call, by the rule its result follows (parkedResult).
+  return { kind: 'answered', input: found.input, status: answeredStatus(answer) };
 }
 
 /** An answer's outcome as the API sees it: `{inputId, status}`, or why nothing was answered (a RequestError). */

@@ -92,6 +92,13 @@ export function answerProblem(
   return `ask_user asked for one of ${JSON.stringify(choices)}; got ${JSON.stringify(given) ?? 'nothing'}. The question stays open: answer with one of the choices.`;
 }
 
+/** The status a posted answer gives its call: `ok` for an output within MAX_OUTPUT_BYTES; an error, or a larger output, ends it `error`. */
+export function answeredStatus(answer: InputAnswer): 'ok' | 'error' {
+  return 'output' in answer && postedBytes(answer.output) <= MAX_OUTPUT_BYTES ? 'ok' : 'error';
+}
+
+const postedBytes = (output: unknown) => Buffer.byteLength(JSON.stringify(output) ?? 'null');
+
 /** The result a parked call ends with: the one mapping from each way it can end (API.md "Parked calls"). */
 export function parkedResult(
   p: Pick<PlannedCall, 'name'> & { call: { id: string } },
@@ -106,9 +113,9 @@ export function parkedResult(
     case 'answer': {
       const a = settlement.answer;
       const ranOn = at.kind === 'interactive' ? 'person' : 'client';
-      const bytes = 'output' in a ? Buffer.byteLength(JSON.stringify(a.output) ?? 'null') : 0;
-      if ('output' in a && bytes <= MAX_OUTPUT_BYTES)
+      if (answeredStatus(a) === 'ok' && 'output' in a)
         return { ...base, status: 'ok', output: parkedOutput(p.name, a.output), ranOn };
+      const bytes = 'output' in a ? postedBytes(a.output) : 0;
       kind = 'handler_threw';
       // As for a worker's output: past the limit, the call fails saying so (MAX_OUTPUT_BYTES).
       message =
