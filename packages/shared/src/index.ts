@@ -3,6 +3,8 @@
  * Redis and BullMQ internals go through `@tool-dispatch/shared/redis`, OpenTelemetry through
  * `@tool-dispatch/shared/tracing` (package.json exports).
  */
+
+export { abortListenersLeft, onAbort } from './abort-listeners.js';
 export {
   ALWAYS_SERIAL,
   CACHEABLE_TOOLS,

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { abortError, type DeadlineSignal, isDeadlineAbort, onAbort, withDeadline } from './abort.js';
+import { abortError, type DeadlineSignal, isDeadlineAbort, withDeadline } from './abort.js';
 
 const stoppedOf = (stop: DeadlineSignal) => new Promise<'aborted'>((resolve) => stop.onStop(() => resolve('aborted')));
 
@@ -125,26 +125,7 @@ describe('withDeadline hold', () => {
   });
 });
 
-describe('onAbort', () => {
-  it('calls each listener once when the signal aborts, and not one taken off before', () => {
-    const caller = new AbortController();
-    const heard: string[] = [];
-    onAbort(caller.signal, () => heard.push('a'));
-    const off = onAbort(caller.signal, () => heard.push('b'));
-    onAbort(caller.signal, () => heard.push('c'));
-    off();
-    caller.abort();
-    caller.abort();
-    expect(heard).toEqual(['a', 'c']);
-  });
-
-  it('puts one listener on the signal however many calls listen', () => {
-    const caller = new AbortController();
-    const offs = Array.from({ length: 50 }, () => onAbort(caller.signal, () => undefined));
-    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(1);
-    for (const off of offs) off();
-  });
-
+describe('withDeadline on a shared signal', () => {
   it("lets many deadlines follow one caller's signal without a listener each", () => {
     const caller = new AbortController();
     const stops = Array.from({ length: 20 }, () => withDeadline(caller.signal, 1_000));

@@ -1,4 +1,4 @@
-import { ToolError } from '@tool-dispatch/shared';
+import { onAbort, ToolError } from '@tool-dispatch/shared';
 
 /** Whether a signal was aborted by a deadline (`AbortSignal.timeout`, or `withDeadline`) rather than by a caller. @internal */
 export function isDeadlineAbort(signal: AbortSignal): boolean {
@@ -70,35 +70,6 @@ class DeadlineClock {
     clearTimeout(this.timer);
     this.holds = Number.POSITIVE_INFINITY;
   }
-}
-
-/**
- * Abort listeners by signal, behind one listener on each signal: a run's signal is listened to
- * by every call of the run, and EventTarget's add/removeEventListener were 3% of an embedded
- * round's time against a Set's add/delete. The signal's own listener goes with the signal.
- */
-const stopListeners = new WeakMap<AbortSignal, Set<() => void>>();
-
-/** Calls `listener` once when `signal` aborts (never if it already has); returns what takes it off again. @internal */
-export function onAbort(signal: AbortSignal, listener: () => void): () => void {
-  let listeners = stopListeners.get(signal);
-  if (!listeners) {
-    const all = new Set<() => void>();
-    listeners = all;
-    stopListeners.set(signal, all);
-    signal.addEventListener(
-      'abort',
-      () => {
-        stopListeners.delete(signal);
-        for (const f of all) f();
-        all.clear();
-      },
-      { once: true },
-    );
-  }
-  const mine = listeners;
-  mine.add(listener);
-  return () => mine.delete(listener);
 }
 
 /** The one stop listener a DeadlineSignal keeps, and its firing. */
