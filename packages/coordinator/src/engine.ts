@@ -6,7 +6,7 @@ import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
 import type { InputHub } from './inputs/input-hub.js';
-import type { RoundLedger } from './ledger/round-ledger.js';
+import type { RoundLedger, RunCancelBus } from './ledger/round-ledger.js';
 import type {
   HistoryEntry,
   InputAnswer,
@@ -64,6 +64,8 @@ export interface EngineOptions {
   hooks?: EngineHooks;
   /** Coordinator leases and round lists, so another coordinator can finish the rounds of one that died. */
   ledger?: RoundLedger;
+  /** A run's cancel heard by every coordinator (distributed mode): DELETE reaches rounds running on any of them. */
+  runCancels?: RunCancelBus;
   /** This coordinator's id, as lease owner (default: a fresh id). */
   coordinatorId?: string;
   /** How long this coordinator's lease lasts without a heartbeat (default 5 s); its rounds are taken over after. */
@@ -201,8 +203,12 @@ export class Engine implements Dispatcher {
     }
   }
 
-  /** Starts the heartbeat and the takeover of dead coordinators' rounds (distributed mode; see RoundRecovery). */
+  /**
+   * Starts the heartbeat and the takeover of dead coordinators' rounds (distributed mode; see
+   * RoundRecovery), and hearing the cancels other coordinators are sent for this one's rounds.
+   */
   async startRecovery(intervalMs?: number): Promise<void> {
+    await this.options.runCancels?.start((session, run) => this.rounds.runs.cancel(session, run));
     await this.recovery?.start(intervalMs);
   }
 
@@ -244,7 +250,11 @@ export class Engine implements Dispatcher {
 
   async cancelRun(session: string, run: string): Promise<number> {
     await this.requireSession(session);
-    return this.rounds.runs.cancel(session, run);
+    const [here, elsewhere] = await Promise.all([
+      this.rounds.runs.cancel(session, run),
+      this.options.runCancels?.cancelElsewhere(session, run) ?? 0,
+    ]);
+    return here + elsewhere;
   }
 
   /** API.md's `{round, run, at, ...Result}` per entry (the paths kept for file_history stay inside). */
@@ -314,6 +324,7 @@ export class Engine implements Dispatcher {
   async close(): Promise<void> {
     this.draining = true;
     await this.recovery?.stop();
+    await this.options.runCancels?.close();
     await this.confirmations.close();
     this.parkRelease.abort();
     await this.inputs.close();

@@ -32,6 +32,7 @@ import { QueueExecutor } from '../executors/queue/queue-executor.js';
 import { mountQueueDashboard } from '../http/dashboard.js';
 import { RedisInputHub } from '../inputs/redis.js';
 import { RedisLedger } from '../ledger/redis.js';
+import { RedisRunCancels } from '../ledger/redis-run-cancels.js';
 import { RedisStore } from '../store/redis.js';
 import type { CoordinatorMetrics } from './metrics.js';
 import { type RunningCoordinator, startCoordinator } from './serve.js';
@@ -162,6 +163,7 @@ export async function createDistributedEngine(
     inputs: new RedisInputHub({ redis, prefix }),
     workersAlive: () => executor.workersAlive(),
     ledger: new RedisLedger(redis, prefix),
+    runCancels: new RedisRunCancels(redis, prefix, executor.coordinatorId),
     coordinatorId: executor.coordinatorId,
     onError: (e) => log(`recovery: ${e.message}`),
     log,

@@ -11,6 +11,9 @@ const ADOPTED_TTL_MS = 60_000;
 /** Lapsed coordinators looked at per adoption attempt. */
 const SCAN = 10;
 
+/** The sorted set of coordinator lease ends (member: coordinator id). */
+export const aliveKey = (prefix: string) => `${prefix}:{coordinators}:alive`;
+
 /**
  * Coordinator leases and round lists in Redis, under one `{coordinators}` hash tag (adoption is
  * one atomic script on a cluster too): a sorted set of lease ends, and a set of round members
@@ -23,7 +26,7 @@ export class RedisLedger implements RoundLedger {
     private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {
-    this.alive = `${prefix}:{coordinators}:alive`;
+    this.alive = aliveKey(prefix);
   }
 
   private list(owner: string): string {

@@ -28,3 +28,15 @@ export function parseRoundMember(member: string): RoundRef | undefined {
   const [session, run, round] = member.split('|');
   return session && run && round ? { session, run, round } : undefined;
 }
+
+/**
+ * A run's cancel (`DELETE .../runs/{run}`) heard by every coordinator, whichever one the request
+ * reached: each cancels the run's rounds it is running and says how many calls that ended.
+ */
+export interface RunCancelBus {
+  /** Starts hearing other coordinators' cancels; `cancelHere` cancels this coordinator's rounds of the run. */
+  start(cancelHere: (session: string, run: string) => Promise<number>): Promise<void>;
+  /** Asks every other live coordinator to cancel the run; the calls that ended cancelled there. */
+  cancelElsewhere(session: string, run: string): Promise<number>;
+  close(): Promise<void>;
+}
