@@ -150,6 +150,10 @@ export class MemoryStore implements Store {
   }
 
   async putDedupe(session: string, run: string, entry: DedupeEntry): Promise<void> {
+    this.putDedupeNow(session, run, entry);
+  }
+
+  private putDedupeNow(session: string, run: string, entry: DedupeEntry): void {
     this.runDedupe(session, run).set(entry.key, clone(entry));
   }
 
@@ -196,7 +200,11 @@ export class MemoryStore implements Store {
   }
 
   async putCached(tenant: string, key: string, value: CachedResult, ttlMs: number): Promise<void> {
-    this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt: this.now() + ttlMs });
+    this.putCachedNow(tenant, key, value, this.now() + ttlMs);
+  }
+
+  private putCachedNow(tenant: string, key: string, value: CachedResult, expiresAt: number): void {
+    this.cache.set(`${tenant}\u0000${key}`, { value: clone(value), expiresAt });
   }
 
   async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
@@ -280,9 +288,8 @@ export class MemoryStore implements Store {
       const entry = clone(item.entry);
       kept.push(entry);
       history.push(entry);
-      if (item.dedupe) this.runDedupe(session, run).set(item.dedupe.key, clone(item.dedupe));
-      const c = item.cache;
-      if (c) this.cache.set(`${tenant}\u0000${c.key}`, { value: clone(c.value), expiresAt: now + c.ttlMs });
+      if (item.dedupe) this.putDedupeNow(session, run, item.dedupe);
+      if (item.cache) this.putCachedNow(tenant, item.cache.key, item.cache.value, now + item.cache.ttlMs);
       for (const inv of item.invalidations ?? []) this.dropDedupeNow(session, run, inv);
     }
     if (r) {
