@@ -62,8 +62,12 @@ afterAll(async () => {
 
 /** What the test switches on for the rounds that start while it is on. */
 const faults = { stubborn: false, block: undefined as 'ext_block' | 'ext_block_c' | undefined };
-/** Sessions that sent the blocking call (one round of one session per tool). */
-const blocked = new Set<string>();
+/**
+ * The round that carries the blocking call of the tool under test (one round of one session per
+ * tool), by session and round number: the serial and the concurrent call may land in the same
+ * session, so the session alone does not name the round.
+ */
+let blocked: { session: string; round: number } | undefined;
 const token = (kind: string, session: string, round: number) => `${kind}-${session}-${round}`;
 
 function extraCalls(session: string, round: number): LoadCall[] {
@@ -78,8 +82,8 @@ function extraCalls(session: string, round: number): LoadCall[] {
       });
   const tool = faults.block;
   // One round of one session: the first round to start once the test asks for it.
-  if (tool && blocked.size === 0) {
-    blocked.add(session);
+  if (tool && blocked === undefined) {
+    blocked = { session, round };
     calls.push({ id: 'block', name: tool, args: { token: token(tool, session, round), ms: BLOCK_MS } });
   }
   return calls;
@@ -178,10 +182,10 @@ describe('under load: a handler ignoring its abort, and a worker blocked past it
 
     // 2. A serial call, then a concurrent one, blocking its worker's event loop for 12 s.
     for (const tool of ['ext_block', 'ext_block_c'] as const) {
-      blocked.clear();
+      blocked = undefined;
       faults.block = tool;
       const round = await until(
-        async () => load.rounds.find((r) => blocked.has(r.session) && r.startedAt >= stubbornEnd && r.callCount > 9),
+        async () => load.rounds.find((r) => r.session === blocked?.session && r.round === blocked.round),
         60_000,
         `${tool} sent`,
       );
