@@ -1,5 +1,5 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|mcp|http|shards runs one of them; without it, all but shards (a
+// BENCH_ONLY=embedded|distributed|mcp|http|shards|syscalls runs one of them; without it, all but shards (a
 // Redis Cluster of its own, for TD_QUEUE_SHARDS).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import { benchEmbedded } from './embedded.js';
 import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp, writeHttpCharts } from './http.js';
 import { benchMcp } from './mcp.js';
 import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
+import { benchSyscalls, printSyscalls, syscallsOptionsFromEnv } from './syscalls.js';
 
 const progress = (s: string) => process.stderr.write(`  … ${s}\n`);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2000);
@@ -77,3 +78,6 @@ if (only === 'shards') {
   const http = httpOptionsFromEnv();
   printShards(await benchShards(shardsOptionsFromEnv(process.env, http.resultsDir, http.workerConcurrency), progress));
 }
+
+// BENCH_ONLY=syscalls: system calls per round of every process of both sides at one session (needs strace).
+if (only === 'syscalls') printSyscalls(await benchSyscalls(syscallsOptionsFromEnv(), progress));
