@@ -3,11 +3,12 @@ import type { PlannedCall } from '../model.js';
 
 /**
  * DESIGN.md step 3, within a round: a repeat of an earlier identical call is `deduped` when the
- * first ended ok (or deduped, or cached), naming the original; otherwise it gets the first's
- * status and error.
+ * first ended ok (or deduped: that names the original ok call), naming the original; otherwise it
+ * gets the first's status (`cached` included: a cached answer is not an ok result of this run),
+ * output and error.
  */
 export function followerResult(p: PlannedCall, leader: CallResult, round: string): CallResult {
-  if (leader.status === 'ok' || leader.status === 'deduped' || leader.status === 'cached') {
+  if (leader.status === 'ok' || leader.status === 'deduped') {
     return {
       id: p.call.id,
       name: p.name,
