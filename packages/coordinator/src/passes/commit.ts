@@ -1,8 +1,8 @@
 import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import type { EventBus, EventName } from '../events/event-bus.js';
-import type { PlannedCall, RoundContext } from '../model.js';
+import type { DedupeInvalidation, PlannedCall, RoundContext } from '../model.js';
 import { toolResultData } from '../model.js';
-import { invalidationsOf, pathsNamed } from '../rules/dedupe.js';
+import { covers, invalidationsOf, pathsNamed } from '../rules/dedupe.js';
 import { isListedError } from '../rules/history-query.js';
 import type { CommitItem, Store } from '../store/store.js';
 
@@ -32,7 +32,14 @@ function commitItemOf(
   const paths = pathsNamed(p.name, p.args);
   const entry = { ...result, round, run: at.run, at: at.iso, ...(paths ? { paths } : {}) };
   const item: CommitItem = { callIndex: at.callIndex, entry };
-  if (result.status !== 'ok') return item;
+  if (result.status !== 'ok') {
+    // A writer stopped part way (its deadline, its worker, a cancel) may have written: its reads go.
+    if (mayHaveWritten(result)) {
+      const invalidations = invalidationsOf(p.name, p.args, undefined);
+      if (invalidations.length > 0) item.invalidations = invalidations;
+    }
+    return item;
+  }
   if (p.dedupable) {
     const entry = { key: p.key, tool: p.name, callId: result.id, round, output: result.output };
     item.dedupe = p.paths ? { ...entry, paths: p.paths } : entry;
@@ -48,6 +55,38 @@ function commitItemOf(
   const invalidations = invalidationsOf(p.name, p.args, typeof created === 'boolean' ? created : undefined);
   if (invalidations.length > 0) item.invalidations = invalidations;
   return item;
+}
+
+/** An error that may have come after the call's side effect started: stopped, not refused by the tool itself. */
+function mayHaveWritten(result: CallResult): boolean {
+  const code = result.error?.code;
+  return result.status === 'error' && (code === 'timeout' || code === 'worker_lost' || code === 'cancelled');
+}
+
+/**
+ * A writer that runs beside other calls (download_file is concurrent) may write before or after
+ * the reads of its batch: their entries covering what it wrote are not kept, those committed
+ * after it as well as before it (its invalidation, applied in call order, drops the earlier
+ * ones). A serial call ends the batch: what runs after it read after every earlier write.
+ */
+function dropReadsBesideWriters(
+  items: CommitItem[],
+  planned: readonly (PlannedCall | undefined)[],
+  results: readonly CallResult[],
+): void {
+  let beside: DedupeInvalidation[] = [];
+  for (const item of items) {
+    const p = planned[item.callIndex];
+    const result = results[item.callIndex];
+    if (!p || !result || p.decision.kind !== 'run' || (result.status !== 'ok' && result.status !== 'error')) continue;
+    if (p.spec?.concurrency !== 'concurrent') {
+      beside = [];
+      continue;
+    }
+    const dedupe = item.dedupe;
+    if (dedupe && beside.some((inv) => covers(inv, dedupe.tool, dedupe.paths))) delete item.dedupe;
+    if (item.invalidations) beside = beside.concat(item.invalidations);
+  }
 }
 
 /**
@@ -83,6 +122,7 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     const p = input.planned[i];
     if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now, iso }));
   }
+  dropReadsBesideWriters(items, input.planned, input.results);
   staleErrorHistories(items);
   const outcome = await input.store.commitRound({
     session,
