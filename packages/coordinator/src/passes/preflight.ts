@@ -1,4 +1,4 @@
-import type { Executor, ToolSpec } from '@tool-dispatch/shared';
+import type { CallResult, Executor, ToolSpec } from '@tool-dispatch/shared';
 import type {
   DedupeEntry,
   KnownKey,
@@ -9,7 +9,7 @@ import type {
   SessionState,
 } from '../model.js';
 import { type Catalog, sessionSpecs } from '../rules/catalog.js';
-import { answerHistoryCall, HISTORY_SCAN_LIMIT, isHistoryTool } from '../rules/history-query.js';
+import { answerHistoryCall, HISTORY_SCAN_LIMIT, historyPathProblem, isHistoryTool } from '../rules/history-query.js';
 import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
 import { loadedSet } from '../rules/session-view.js';
 import type { Store } from '../store/store.js';
@@ -122,7 +122,15 @@ async function answerHistoryCalls(
   if (asking.length === 0) return;
   const entries = await store.history(session, undefined, HISTORY_SCAN_LIMIT);
   for (const p of asking) {
-    if (isHistoryTool(p.name))
-      p.decision = { kind: 'run', needsConfirm: false, output: answerHistoryCall(p.name, entries, p.args) };
+    if (!isHistoryTool(p.name)) continue;
+    const problem = p.name === 'file_history' ? historyPathProblem(String(p.args.path)) : undefined;
+    p.decision = problem
+      ? { kind: 'done', result: failedResult(p, problem) }
+      : { kind: 'run', needsConfirm: false, output: answerHistoryCall(p.name, entries, p.args) };
   }
+}
+
+/** A history call the tool itself refuses (a path outside the workspace): error/handler_error, as a worker's tool would. */
+function failedResult(p: PlannedCall, message: string): CallResult {
+  return { id: p.call.id, name: p.name, status: 'error', error: { code: 'handler_error', message }, durationMs: 0 };
 }

@@ -1,7 +1,7 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
 import type { HistoryEntry } from '../model.js';
-import { errorHistory, fileHistory } from './history-query.js';
+import { errorHistory, fileHistory, historyPathProblem } from './history-query.js';
 
 let n = 0;
 const entry = (name: string, status: CallResult['status'], extra: Partial<HistoryEntry> = {}): HistoryEntry => ({
@@ -110,5 +110,22 @@ describe('errorHistory', () => {
       all[3]?.id,
       all[2]?.id,
     ]);
+  });
+});
+
+describe('historyPathProblem', () => {
+  it('refuses absolute paths and paths that leave the workspace, by their spelling', () => {
+    expect(historyPathProblem('/etc/passwd')).toMatch(/absolute/);
+    expect(historyPathProblem('C:/x.txt')).toMatch(/absolute/);
+    expect(historyPathProblem('\\srv\\x.txt')).toMatch(/absolute/);
+    expect(historyPathProblem('..')).toMatch(/escapes/);
+    expect(historyPathProblem('../a.txt')).toMatch(/escapes/);
+    expect(historyPathProblem('sub/../../a.txt')).toMatch(/escapes/);
+    expect(historyPathProblem('..\\a.txt')).toMatch(/escapes/);
+  });
+
+  it('lets workspace paths through, however they are spelled', () => {
+    for (const p of ['a.txt', './a.txt', 'sub/../a.txt', 'd/e/f.txt', '..a.txt', '.'])
+      expect(historyPathProblem(p), p).toBeUndefined();
   });
 });

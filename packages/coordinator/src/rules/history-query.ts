@@ -52,6 +52,21 @@ function detailOf(e: HistoryEntry): Record<string, unknown> {
 }
 
 /**
+ * Why a file_history path is refused (API.md: paths are relative to the session workspace; an
+ * absolute one, or one that leaves it through `..`, ends error/handler_error saying so), or
+ * undefined. Checked by its spelling: the records name paths as the calls wrote them, normalised.
+ */
+export function historyPathProblem(path: string): string | undefined {
+  const slashed = path.replace(/\\/g, '/');
+  if (slashed.startsWith('/') || /^[A-Za-z]:\//.test(slashed))
+    return `file_history: ${JSON.stringify(path)} is an absolute path; paths are relative to the session workspace`;
+  const n = normalizePath(slashed);
+  if (n === '..' || n.startsWith('../'))
+    return `file_history: ${JSON.stringify(path)} escapes the session workspace; paths are relative to it`;
+  return undefined;
+}
+
+/**
  * `file_history({path, limit?})` (API.md v1.1) over the session's results, oldest first: the
  * file tools' results that named or found `path` (normalised as in pass 3), and every
  * run_command flagged `mayHaveTouched`, newest first, at most `limit`.
