@@ -45,6 +45,8 @@ export interface PlannedCall {
   /** Normalised paths a read_files call reads (kept with its dedupe entry). */
   paths: string[] | undefined;
   decision: CallDecision;
+  /** Why the call's args are not a JSON object (pass 1 only: its schema answer names it, else it ends invalid). */
+  argsProblem?: string;
 }
 
 /** A call's resolved name, args and key, worked out before pass 1 (`lookupKeys`). */

@@ -495,6 +495,36 @@ describe('preflight', () => {
       });
     });
 
+    it('answers the schema of an unfetched tool called with args that are not an object, naming that, then invalid', async () => {
+      const input = sessionInput({ fetched: 'initial' });
+      const planned = await preflight(
+        round(
+          viaRunTool('c1', 'calculate', '{oops'),
+          viaRunTool('c2', 'calculate', [1]),
+          viaRunTool('c3', 'read_files', 'null'),
+          viaRunTool('c4', 'teleport', '{oops'),
+        ),
+        input,
+      );
+      expect(planned.map(statusOf)).toEqual(['schema', 'invalid', 'schema', 'unknown']);
+      expect(resultOf(planned[0]).output).toMatchObject({
+        problems: [expect.stringMatching(/^args are not valid JSON/)],
+      });
+      expect(resultOf(planned[1]).error?.message).toBe('calculate: args must be a JSON object, got an array');
+      expect(resultOf(planned[2]).output).toMatchObject({ problems: ['args must be a JSON object, got null'] });
+      expect(input.fetched.has('calculate')).toBe(true);
+      expect(input.fetched.has('read_files')).toBe(true);
+    });
+
+    it('never dedupes a call whose args are not an object with a call of {} args', async () => {
+      const planned = await plan(
+        { dedupe: [entry('find_files', {}, { paths: [] })] },
+        viaRunTool('c1', 'find_files', '{oops'),
+        viaRunTool('c2', 'find_files', '[]'),
+      );
+      expect(planned.map(statusOf)).toEqual(['invalid', 'invalid']);
+    });
+
     it('lets later calls of the round see the schema fetched', async () => {
       const planned = await plan(
         { fetched: 'initial' },

@@ -147,6 +147,8 @@ function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
       decision,
     };
   };
+  const unreadable = (name: string, problem: string) =>
+    withUnreadableArgs(base(name, {}, { kind: 'run', needsConfirm: false }), problem);
   let name = call.name;
   let args = call.args;
   let viaRunTool = false;
@@ -173,7 +175,7 @@ function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
       return base(name, args, stop(call, name, 'bad_run_tool', 'run_tool cannot call run_tool; name the tool itself.'));
     const read = readArgs(args.args);
     name = inner;
-    if ('problem' in read) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${read.problem}`));
+    if ('problem' in read) return unreadable(name, read.problem);
     args = read.args;
     viaRunTool = true;
   }
@@ -181,11 +183,20 @@ function resolveCall(call: NormalCall, input: PreflightInput): PlannedCall {
   // Step 2: the loaded-set check, for direct calls (names that exist nowhere too).
   if (!viaRunTool && !input.loaded.has(name))
     return base(name, args ?? {}, stop(call, name, 'not_loaded', refusalHint(name, input.loaded)));
-  if (!args) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${call.argsProblem}`));
+  if (!args) return unreadable(name, call.argsProblem ?? 'args are missing');
   const shape = argsShapeProblem(args);
   if (shape) return base(name, {}, stop(call, name, 'bad_args', `${name}: ${shape}`));
 
   return base(name, args, { kind: 'run', needsConfirm: false });
+}
+
+/**
+ * A call whose args are not a JSON object goes on to steps 3 to 6 (never deduped): an unfetched
+ * tool's schema answer names the problem (step 4), a name with no definition is unknown (step 5),
+ * and step 6 ends the call invalid.
+ */
+function withUnreadableArgs(planned: PlannedCall, problem: string): PlannedCall {
+  return { ...planned, dedupable: false, cacheable: false, argsProblem: problem };
 }
 
 /** One of steps 3 to 8: the call's decision when the step ends it (or lets it run), undefined to go on. */
@@ -206,7 +217,7 @@ function decide(planned: PlannedCall, input: PreflightInput, round: RoundState):
   }
   const spec = planned.spec;
   if (!spec) throw new Error(`preflight: ${planned.name} passed step 5 without a definition`);
-  for (const step of [validationStep, cacheStep, findToolsStep]) {
+  for (const step of [unreadableArgsStep, validationStep, cacheStep, findToolsStep]) {
     const decision = step(planned, spec, input, round);
     if (decision) return { ...planned, decision };
   }
@@ -235,10 +246,11 @@ const dedupeStep: Step = (planned, _input, round) => {
 };
 
 /** Step 4: a deferred schema not yet shown to this session: shown now, with what is wrong with the args sent. */
-const schemaStep: Step = ({ call, name, args, spec }, input) => {
+const schemaStep: Step = ({ call, name, args, spec, argsProblem }, input) => {
   if (!spec || input.fetched.has(name)) return undefined;
   input.fetched.add(name);
-  const check = validateAgainst(spec.parameters, args);
+  const check =
+    argsProblem === undefined ? validateAgainst(spec.parameters, args) : { valid: false, problems: [argsProblem] };
   const output: Record<string, unknown> = {
     tool: definitionOf(spec),
     message: `This is the schema of ${name}; it was not fetched before, so the call did not run. Call ${name} again with args that match tool.parameters.`,
@@ -267,6 +279,10 @@ const existenceStep: Step = ({ call, name, spec }, input) => {
     );
   return undefined;
 };
+
+/** Step 6, first: args that are not a JSON object (not JSON at all, an array, a string…). */
+const unreadableArgsStep: KnownStep = ({ call, name, argsProblem }) =>
+  argsProblem === undefined ? undefined : stop(call, name, 'bad_args', `${name}: ${argsProblem}`);
 
 /** Step 6: validation against the tool's JSON schema, the errors in words. */
 const validationStep: KnownStep = ({ call, name, args }, spec) => {
