@@ -42,6 +42,20 @@ describe('deferred schemas and providers', () => {
       expect(before.tools.find((t) => t.name === 'ui_pick')?.parameters).toEqual(specs.get('ui_pick')?.parameters);
     });
 
+    it('names in the context only the tools whose schema is still deferred, none once all are fetched', () => {
+      const schemaFirst = (context: string) =>
+        (/call it again with args that match: (.*)\.$/m.exec(context)?.[1] ?? '').split(', ').filter(Boolean);
+      const before = buildToolsView('claude-code', specs, runnable, new Set(['find_tools']));
+      expect(schemaFirst(before.context).sort()).toEqual(['ask_user', ...runnable].sort());
+      const some = buildToolsView('claude-code', specs, runnable, new Set(['find_tools', 'calculate', 'read_files']));
+      expect(schemaFirst(some.context)).not.toContain('calculate');
+      expect(schemaFirst(some.context)).not.toContain('read_files');
+      expect(schemaFirst(some.context)).toContain('edit_file');
+      const all = buildToolsView('claude-code', specs, runnable, new Set(['find_tools', 'ask_user', ...runnable]));
+      expect(schemaFirst(all.context)).toEqual([]);
+      expect(all.context).toMatch(/full schema: call any of them directly/);
+    });
+
     it('never advises run_tool in the descriptions, which claude-code sessions do not have', () => {
       const view = buildToolsView('claude-code', specs, runnable, new Set(['find_tools']));
       for (const t of view.tools) expect(t.description).not.toMatch(/run_tool/);

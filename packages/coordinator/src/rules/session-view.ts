@@ -59,10 +59,13 @@ export function buildToolsView(
   );
   if (provider === CLAUDE_CODE) {
     const tools = usable.filter((s) => s.name !== 'run_tool').map((s) => claudeCodeTool(s, fetched));
-    const deferred = usable.filter((s) => s.deferred).map((s) => s.name);
+    // Only the schemas still deferred: a fetched tool's first call runs.
+    const deferred = usable.filter((s) => s.deferred && s.kind !== 'client' && !fetched.has(s.name)).map((s) => s.name);
     const context = [
       `You have ${tools.length} tools. find_tools and client tools are ready to call.`,
-      `The first call of each of these returns its full schema instead of running; call it again with args that match: ${deferred.join(', ')}.`,
+      deferred.length > 0
+        ? `The first call of each of these returns its full schema instead of running; call it again with args that match: ${deferred.join(', ')}.`
+        : 'Every tool in your tools array has its full schema: call any of them directly.',
     ].join('\n');
     return { tools, context };
   }
