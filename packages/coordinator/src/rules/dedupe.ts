@@ -20,7 +20,9 @@ export function isDedupable(
   if (tool && !tool.dedupe) return false;
   if (name === 'run_command' || name === 'edit_file' || name.startsWith('generate_')) return false;
   // A download writes the workspace (beyond DESIGN.md's list): each call fetches the URL again.
-  if (name === 'download_file') return false;
+  // write_todo saves its list in the workspace: a repeat of an earlier list must save it again,
+  // or the saved list and the one the model was told of part ways.
+  if (name === 'download_file' || name === 'write_todo') return false;
   if (name === 'http_request' && httpMethod(args) !== 'GET') return false;
   return true;
 }
