@@ -279,6 +279,21 @@ describeModes('built-in tools', (mode) => {
         ],
       });
     });
+
+    it('saves a repeated list again (never deduped), so the saved list is the one the model was told of last', async () => {
+      const s = await session();
+      const run = uid('run');
+      const saved = () =>
+        JSON.parse(readFileSync(path.join(f.service.workspace(s), '.tool-dispatch/todo.json'), 'utf8'));
+      const list = { items: [{ text: 'a' }] };
+      expect((await f.api.one(s, rt('write_todo', list), run)).status).toBe('ok');
+      expect((await f.api.one(s, rt('write_todo', { items: [] }), run)).status).toBe('ok');
+      expect(saved().items).toEqual([]);
+      const again = await f.api.one(s, rt('write_todo', list), run);
+      expect(again.status).toBe('ok');
+      expect(again.dedupedFrom).toBeUndefined();
+      expect(saved().items).toEqual([{ text: 'a', done: false }]);
+    });
   });
 
   describe('find_tools', () => {

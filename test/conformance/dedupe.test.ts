@@ -261,6 +261,22 @@ describeModes('dedupe and the result cache', (mode) => {
       expect(fileContent(b.results[2] as Result, 'a.txt')).toBe('v2');
     });
 
+    it('drops them for a command stopped at its deadline too, which may have written before it was killed', async () => {
+      const s = await session();
+      write(s, 'a.txt', 'v1');
+      const run = uid('run');
+      expectFresh(await f.api.one(s, rt('read_files', { paths: ['a.txt'] }), run));
+      const cmd = await f.api.one(
+        s,
+        rt('run_command', { command: 'printf v2 > a.txt; sleep 30', timeoutMs: 500 }),
+        run,
+      );
+      expect(cmd.error?.code, JSON.stringify(cmd)).toBe('timeout');
+      const again = await f.api.one(s, rt('read_files', { paths: ['a.txt'] }), run);
+      expectFresh(again);
+      expect(fileContent(again, 'a.txt')).toBe('v2');
+    });
+
     it('keeps the entries of other tools (calculate, GET http_request) deduped', async () => {
       const s = await session();
       const tag = tagOf('keep');
@@ -297,6 +313,18 @@ describeModes('dedupe and the result cache', (mode) => {
         expect(r.error).toBeUndefined();
       });
       expect(f.target.requests.length).toBe(hits);
+    });
+
+    it('gives the second of two identical calls in one round the first one’s status when that is cached', async () => {
+      const s = await session();
+      const tag = tagOf('cached-twin');
+      const call = () => rt('http_request', { url: f.target.url('echo', tag) });
+      expect((await f.api.one(s, call(), uid('run'))).status).toBe('ok');
+      const b = await f.api.round(s, uid('run'), [call(), call()]);
+      expect(b.results.map((r) => r.status)).toEqual(['cached', 'cached']);
+      expect(b.results[1]?.dedupedFrom).toBeUndefined();
+      expect(b.results[1]?.output).toEqual(b.results[0]?.output);
+      expect(f.target.tag(tag).hits).toBe(1);
     });
 
     it('shares the cache between sessions of one tenant, never between tenants', async () => {

@@ -102,6 +102,23 @@ describeModes('history built-ins and download_file', (mode) => {
       expect(results[3]?.error?.message).toMatch(/path/);
     });
 
+    it('refuses an absolute path, or one that leaves the workspace, with error/handler_error saying so', async () => {
+      const s = await session();
+      const results = await round(s, uid('run'), [
+        rt('file_history', { path: '/etc/passwd' }),
+        rt('file_history', { path: '../a.txt' }),
+        rt('file_history', { path: 'sub/../../a.txt' }),
+        rt('file_history', { path: 'sub/../a.txt' }),
+      ]);
+      for (const r of results.slice(0, 3)) {
+        expect(r.status, JSON.stringify(r)).toBe('error');
+        expect(r.error?.code).toBe('handler_error');
+      }
+      expect(results[0]?.error?.message).toMatch(/absolute/);
+      expect(results[1]?.error?.message).toMatch(/escapes the session workspace/);
+      expect(results[3]?.status).toBe('ok');
+    });
+
     it('gives at most `limit` entries, the newest', async () => {
       const s = await session();
       const run = uid('run');
@@ -215,6 +232,39 @@ describeModes('history built-ins and download_file', (mode) => {
       const [after] = await round(s, run, [rt('read_files', { paths: ['notes.txt'] })]);
       expect(after?.status).toBe('ok');
       expect(String(fileContent(after as Result, 'notes.txt'))).toContain('"method":"GET"');
+    });
+
+    it('keeps no dedupe entry of a read or find_files that ran beside it in its batch, whichever came first', async () => {
+      const s = await session();
+      write(s, 'notes.txt', 'old');
+      write(s, 'x.txt', 'x');
+      const run = uid('run');
+      // The download waits 300 ms for its body: the reads beside it read before it wrote.
+      const download = rt('download_file', {
+        url: f.target.url('slow', tagOf('dl-beside'), 0, { ms: '300' }),
+        path: 'notes.txt',
+      });
+      const created = rt('download_file', {
+        url: f.target.url('slow', tagOf('dl-new'), 0, { ms: '300' }),
+        path: 'new.txt',
+      });
+      const beside = await round(s, run, [
+        rt('read_files', { paths: ['notes.txt'] }),
+        download,
+        created,
+        rt('read_files', { paths: ['./notes.txt', 'x.txt'] }),
+        rt('find_files', { pattern: '*.txt' }),
+      ]);
+      expect(beside.map((r) => r.status)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+      expect(fileContent(beside[3] as Result, './notes.txt')).toBe('old');
+      const after = await round(s, run, [
+        rt('read_files', { paths: ['notes.txt'] }),
+        rt('read_files', { paths: ['./notes.txt', 'x.txt'] }),
+        rt('find_files', { pattern: '*.txt' }),
+      ]);
+      expect(after.map((r) => r.status)).toEqual(['ok', 'ok', 'ok']);
+      expect(String(fileContent(after[0] as Result, 'notes.txt'))).toContain('"id"');
+      expect((after[2] as Result).output.paths).toContain('new.txt');
     });
 
     it('is listed by file_history of the path it wrote', async () => {
