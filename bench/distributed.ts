@@ -5,8 +5,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createDistributedEngine, type Engine } from '@tool-dispatch/coordinator';
-import { DEFAULT_WORKER_CONCURRENCY, resolveConfig, type ToolDefinition } from '@tool-dispatch/shared';
+import { createDistributedEngine, type Engine, type NamedLimits } from '@tool-dispatch/coordinator';
+import {
+  DEFAULT_WORKER_CONCURRENCY,
+  type DispatchConfigOptions,
+  resolveConfig,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
 import { createBuiltinRegistry, type RunningWorker, startWorker } from '@tool-dispatch/worker';
 import { type Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -66,6 +71,8 @@ export interface Side {
   name: 'ours' | 'peer';
   round(i: number): Promise<void>;
   close(): Promise<void>;
+  /** Ours: the engine, for rounds of other shapes (the limits bench). */
+  engine?: Engine;
 }
 
 export function distributedOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DistributedOptions {
@@ -76,19 +83,44 @@ export function distributedOptionsFromEnv(env: NodeJS.ProcessEnv = process.env):
   };
 }
 
-export async function startOurs(redisUrl: string, concurrency: number, progress: (s: string) => void): Promise<Side> {
+export async function startOurs(
+  redisUrl: string,
+  concurrency: number,
+  progress: (s: string) => void,
+  /**
+   * Overrides of the config (TD_REDIS_REPLICA_ACKS for the acks bench) and the prefix; TD_LIMITS and
+   * more no-op tools (each a handler on the workers that tells `onCall` of its calls) for the limits bench.
+   */
+  options: {
+    prefix?: string;
+    config?: DispatchConfigOptions;
+    namedLimits?: NamedLimits;
+    tools?: readonly ToolDefinition[];
+    onCall?: (tool: string) => void;
+  } = {},
+): Promise<Side> {
   const root = mkdtempSync(path.join(tmpdir(), 'td-bench-dist-'));
-  const prefix = 'bench-td';
+  const prefix = options.prefix ?? 'bench-td';
   const config = resolveConfig(
-    { mode: 'distributed', redisUrl, prefix, workspaceRoot: root, workerConcurrency: concurrency },
+    { mode: 'distributed', redisUrl, prefix, workspaceRoot: root, workerConcurrency: concurrency, ...options.config },
     {},
   );
-  const built = await createDistributedEngine(config, { tools: [TOOL], log: (line) => progress(`ours: ${line}`) });
+  const tools = [TOOL, ...(options.tools ?? [])];
+  const built = await createDistributedEngine(config, {
+    tools,
+    log: (line) => progress(`ours: ${line}`),
+    ...(options.namedLimits ? { namedLimits: options.namedLimits } : {}),
+  });
   const engine: Engine = built.engine;
   const workers: RunningWorker[] = [];
   for (let i = 0; i < WORKERS; i++) {
     const registry = createBuiltinRegistry();
     registry.register(TOOL.name, noop);
+    for (const tool of options.tools ?? [])
+      registry.register(tool.name, async function benchTool(args: Record<string, unknown>) {
+        options.onCall?.(tool.name);
+        return noop(args);
+      });
     workers.push(
       await startWorker({
         redisUrl,
@@ -96,6 +128,7 @@ export async function startOurs(redisUrl: string, concurrency: number, progress:
         registry,
         config: { httpAllow: [], searchUrl: undefined },
         concurrency,
+        durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
         onError: (e) => progress(`ours: worker: ${e.message}`),
       }),
     );
@@ -107,13 +140,14 @@ export async function startOurs(redisUrl: string, concurrency: number, progress:
     const r = await engine.submitRound({
       session,
       run: 'setup',
-      calls: [{ id: 'f', name: 'find_tools', args: { names: [TOOL.name] } }],
+      calls: [{ id: 'f', name: 'find_tools', args: { names: tools.map((t) => t.name) } }],
     });
     if (r.results[0]?.status !== 'ok') throw new Error(`find_tools: ${JSON.stringify(r.results[0])}`);
   }
   let n = 0;
   return {
     name: 'ours',
+    engine,
     async round(i) {
       const response = await engine.submitRound({
         session: `bench-${i}`,
@@ -175,7 +209,7 @@ export async function startPeer(redisUrl: string, concurrency: number): Promise<
   };
 }
 
-async function latencyBlock(side: Side, rounds: number, into: number[]): Promise<void> {
+export async function latencyBlock(side: Side, rounds: number, into: number[]): Promise<void> {
   for (let r = 0; r < rounds; r++) {
     const t0 = performance.now();
     await side.round(0);

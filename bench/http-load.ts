@@ -181,7 +181,11 @@ export async function runSlice(client: LoadClient, stack: Stack, load: SliceLoad
         if (reply.status === 200 && Array.isArray(results)) {
           for (const x of results) count(x.status);
           if (results.length < load.roundSize) count('missing', load.roundSize - results.length);
-        } else count(`http_${reply.status}`, load.roundSize);
+        } else {
+          // The error's code too (503 overloaded or unavailable), so a run says which limit answered.
+          const code = (reply.body as { error?: { code?: string } } | undefined)?.error?.code;
+          count(`http_${reply.status}${code ? `:${code}` : ''}`, load.roundSize);
+        }
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         count(

@@ -16,6 +16,7 @@ const ctx = {
   run: 'peer',
   round: 'peer',
   callId: 'peer',
+  idempotencyKey: 'peer',
   timeoutMs: 60_000,
   config: { httpAllow: [], searchUrl: undefined },
 };

@@ -85,14 +85,14 @@ export interface PointResult {
   ratios: { callsPerSec: number; p50: number; p99: number; totalCpuPerCall: number };
 }
 
-interface SliceRecord {
+export interface SliceRecord {
   load: SliceResult;
   cpuMs: Record<string, number>;
   redis: RedisSample;
   memory: { rssKib: number; heapUsedKib: number | null };
 }
 
-interface Bench {
+export interface Bench {
   options: HttpOptions;
   redis: Redis;
   client: LoadClient;
@@ -100,7 +100,7 @@ interface Bench {
   runCounter: number;
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0
     ? Number.NaN
@@ -119,7 +119,14 @@ async function heapUsedKib(stack: Stack): Promise<number | null> {
   }
 }
 
-async function measureSlice(bench: Bench, stack: Stack, sessions: number, roundSize: number, ms: number, run: string) {
+export async function measureSlice(
+  bench: Bench,
+  stack: Stack,
+  sessions: number,
+  roundSize: number,
+  ms: number,
+  run: string,
+) {
   const procs = [stack.front, ...stack.workers];
   const cpu0 = procs.map((p) => cpuMsOf(p.pid));
   const redis0 = await sampleRedis(bench.redis);
@@ -148,7 +155,7 @@ async function measureSlice(bench: Bench, stack: Stack, sessions: number, roundS
   return { load, cpuMs, redis, memory: await memory } satisfies SliceRecord;
 }
 
-function summarize(slices: SliceRecord[], warmup: SliceResult): SideSummary {
+export function summarize(slices: SliceRecord[], warmup: SliceResult): SideSummary {
   const calls = slices.reduce((n, s) => n + s.load.calls, 0);
   const elapsedMs = slices.reduce((n, s) => n + s.load.elapsedMs, 0);
   const latencies = slices.flatMap((s) => s.load.latenciesMs).sort((a, b) => a - b);

@@ -1,12 +1,16 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|mcp|http|shards|syscalls runs one of them; without it, all but shards (a
-// Redis Cluster of its own, for TD_QUEUE_SHARDS).
+// BENCH_ONLY=embedded|distributed|limits|mcp|mcp-server|http|job-calls|shards|syscalls|acks runs one of them; without it, all but
+// shards (a Redis Cluster of its own, for TD_QUEUE_SHARDS) and acks (a primary and replica of its own, TD_REDIS_REPLICA_ACKS).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { benchAcks, printAcks } from './acks.js';
 import { benchDistributed, distributedOptionsFromEnv } from './distributed.js';
 import { benchEmbedded } from './embedded.js';
 import { benchHttp, type HttpFigures, httpOptionsFromEnv, printHttp, writeHttpCharts } from './http.js';
+import { benchJobCalls, jobCallsOptionsFromEnv, printJobCalls } from './http-job-calls.js';
+import { benchLimits, limitsOptionsFromEnv, printLimits } from './limits.js';
 import { benchMcp } from './mcp.js';
+import { benchMcpServer, printMcpServer } from './mcp-server.js';
 import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 import { benchSyscalls, printSyscalls, syscallsOptionsFromEnv } from './syscalls.js';
 
@@ -49,6 +53,11 @@ if (only === undefined || only === 'distributed') {
   console.log('   the median of back-to-back slices)');
 }
 
+if (only === undefined || only === 'limits') {
+  const d = distributedOptionsFromEnv();
+  printLimits(await benchLimits(limitsOptionsFromEnv(process.env, d.workerConcurrency), progress));
+}
+
 if (only === undefined || only === 'mcp') {
   const m = await benchMcp(Number(process.env.BENCH_MCP_CALLS ?? 1000), progress);
   console.log(
@@ -64,7 +73,14 @@ if (only === undefined || only === 'mcp') {
   );
 }
 
+if (only === undefined || only === 'mcp-server')
+  printMcpServer(await benchMcpServer(Number(process.env.BENCH_MCP_SERVER_CALLS ?? 1000), progress));
+
 if (only === undefined || only === 'http') printHttp(await benchHttp(httpOptionsFromEnv(), progress));
+
+// TD_JOB_CALLS on, off and the peer in one run: the full matrix alone, a short form inside the whole bench.
+if (only === undefined || only === 'job-calls')
+  printJobCalls(await benchJobCalls(jobCallsOptionsFromEnv(process.env, only === undefined), progress));
 
 // BENCH_ONLY=http-print: the tables of the last HTTP run again, and its charts redrawn, from bench/results/http.json.
 if (only === 'http-print') {
@@ -81,3 +97,19 @@ if (only === 'shards') {
 
 // BENCH_ONLY=syscalls: system calls per round of every process of both sides at one session (needs strace).
 if (only === 'syscalls') printSyscalls(await benchSyscalls(syscallsOptionsFromEnv(), progress));
+
+// BENCH_ONLY=acks: the cost of TD_REDIS_REPLICA_ACKS=1 against 0 per round, in one run.
+if (only === 'acks') {
+  const d = distributedOptionsFromEnv();
+  printAcks(
+    await benchAcks(
+      { rounds: Math.min(d.latencyRounds, 500), throughputMs: d.throughputMs, concurrency: d.workerConcurrency },
+      progress,
+    ),
+  );
+}
+
+// Every bench above closed what it started and printed its tables; a handle a library leaves open
+// (seen after the distributed and limits benches) must not keep `pnpm bench` waiting. stdout and
+// stderr are synchronous for files and pipes on Linux, so nothing printed is cut.
+process.exit(0);

@@ -45,6 +45,33 @@ describe('the tool-dispatch command', () => {
       expect(r.stdout).toContain(word);
   });
 
+  it('says the three Redis durability settings and their defaults in --help', () => {
+    const r = cli('--help');
+    for (const word of ['TD_REDIS_REPLICA_ACKS', 'TD_REDIS_WAIT_MS', 'TD_REDIS_COMMAND_TIMEOUT_MS', 'default 2000'])
+      expect(r.stdout).toContain(word);
+  });
+
+  it.each([
+    [{ TD_REDIS_REPLICA_ACKS: 'two' }, /TD_REDIS_REPLICA_ACKS must be an integer from 0 to 16/],
+    [{ TD_JOB_CALLS: '0' }, /TD_JOB_CALLS must be an integer from 1 to 5, got "0"/],
+    [{ TD_JOB_CALLS: '6' }, /TD_JOB_CALLS must be an integer from 1 to 5, got "6"/],
+    [{ TD_REDIS_COMMAND_TIMEOUT_MS: '10' }, /TD_REDIS_COMMAND_TIMEOUT_MS must be at least 100 ms/],
+    [
+      { TD_REDIS_REPLICA_ACKS: '1', TD_REDIS_WAIT_MS: '3000' },
+      /TD_REDIS_WAIT_MS \(3000\) must be below TD_REDIS_COMMAND_TIMEOUT_MS \(2000\)/,
+    ],
+  ])('exits 2 naming the problem for %j', (env, problem) => {
+    for (const command of ['coordinator', 'worker']) {
+      const r = spawnSync(path.join(ROOT, 'bin/tool-dispatch'), [command], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, PORT: '0', REDIS_URL: 'redis://127.0.0.1:1', ...env },
+      });
+      expect(r.status, `${command}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(problem);
+    }
+  });
+
   it('exits 2 naming both when REDIS_URL and REDIS_CLUSTER_NODES are set (API.md)', () => {
     for (const command of ['coordinator', 'worker']) {
       const r = spawnSync(path.join(ROOT, 'bin/tool-dispatch'), [command], {

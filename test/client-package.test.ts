@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +46,35 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** PATH without any directory holding a `pnpm` (a user's machine with only node and npm). */
+async function pathWithoutPnpm(): Promise<string> {
+  const dirs = (process.env.PATH ?? '').split(path.delimiter);
+  const kept = await Promise.all(
+    dirs.map(async (d) =>
+      (await access(path.join(d, 'pnpm')).then(
+        () => true,
+        () => false,
+      ))
+        ? undefined
+        : d,
+    ),
+  );
+  return kept.filter((d) => d !== undefined).join(path.delimiter);
+}
+
+describe('npm pack', () => {
+  it('packs the client with plain `npm pack` where pnpm is not on the PATH (prepack builds with npm)', async () => {
+    const env = { ...process.env, PATH: await pathWithoutPnpm() };
+    await expect(run('sh', ['-c', 'command -v pnpm'], { env })).rejects.toThrow();
+    const dest = path.join(work, 'npm-pack');
+    await mkdir(dest, { recursive: true });
+    await run('npm', ['pack', '--pack-destination', dest], { cwd: clientDir, env });
+    const [name] = await readdir(dest);
+    const { stdout } = await run('tar', ['tzf', path.join(dest, name as string)]);
+    expect(stdout.split('\n')).toEqual(expect.arrayContaining(['package/dist/index.js', 'package/dist/index.d.ts']));
+  }, 120_000);
 });
 
 /** A fresh project with the client installed from `spec` (a tarball or a directory), offline. */

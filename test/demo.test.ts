@@ -35,4 +35,20 @@ describe('tool-dispatch demo', () => {
     expect(row('c25')).toMatch(/mcp__notes__read_text_file.*\bok\b.*twice/);
     expect(row('c26')).toMatch(/invalid args/);
   });
+
+  it('makes a round through /mcp with the official SDK client: ok, deduped, approved by elicitation, invalid', () => {
+    expect(out).toMatch(
+      /^Round 11 · an MCP client \(the official SDK\) on http:\/\/127\.0\.0\.1:\d+\/mcp: MCP session \S+$/m,
+    );
+    expect(out).toMatch(
+      /tools\/list: \d+ tools, each with its full schema \(calculate read-only, run_command destructive; no run_tool: true\)/,
+    );
+    expect(row('m1')).toMatch(/calculate .*│ ok +│ \d+ +│ false +│ \{"value":42\}/);
+    expect(row('m2')).toMatch(/calculate .*│ deduped +│ \d+ +│ false +│ \{"value":42\}/);
+    expect(out).toMatch(/> elicitation\/create from \/mcp: "[^\n]*run_command[^\n]*; the MCP client approves/);
+    expect(row('m3')).toMatch(
+      /run_command .*│ ok +│ \d+ +│ false +│ \{"exitCode":0,"stdout":"approved through the MCP client/,
+    );
+    expect(row('m4')).toMatch(/read_files .*│ invalid +│ \d+ +│ true +│ Invalid args for read_files/);
+  });
 });

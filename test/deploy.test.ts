@@ -22,6 +22,12 @@ const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** Metric names API.md "Operations" lists; the dashboard may use nothing else of ours. */
 const METRICS = new Set([
+  'td_limit_waits_total',
+  'td_limit_waiting',
+  'td_limit_rejections_total',
+  'td_limit_wait_seconds_bucket',
+  'td_limit_wait_seconds_sum',
+  'td_limit_wait_seconds_count',
   'td_calls_total',
   'td_call_duration_seconds_bucket',
   'td_call_duration_seconds_sum',

@@ -14,7 +14,9 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
 const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 const EXAMPLES = ['openai-chat', 'openai-responses', 'anthropic', 'ai-sdk'] as const;
-type Example = (typeof EXAMPLES)[number];
+/** Examples beside a folder's main.ts: [name, its compiled file under examples/dist]. */
+const MORE = [['anthropic-tool-search', 'anthropic/tool-search.js']] as const;
+type Example = (typeof EXAMPLES)[number] | (typeof MORE)[number][0];
 
 let outputs: Map<Example, Promise<string>>;
 
@@ -25,9 +27,13 @@ beforeAll(async () => {
     },
   );
   // All four at once; each test awaits its own.
+  const mains: Array<readonly [Example, string]> = [
+    ...EXAMPLES.map((e): readonly [Example, string] => [e, `${e}/main.js`]),
+    ...MORE,
+  ];
   outputs = new Map(
-    EXAMPLES.map((e) => {
-      const main = path.join(root, 'examples', 'dist', e, 'main.js');
+    mains.map(([e, file]) => {
+      const main = path.join(root, 'examples', 'dist', file);
       const output = run(process.execPath, [main], { cwd: root, timeout: 60_000 }).then(({ stdout }) => stdout);
       output.catch(() => undefined); // awaited (and reported) by its test
       return [e, output];
@@ -58,6 +64,17 @@ describe('examples/', () => {
   it('anthropic: sends the whole content array; the text block ends invalid and gets no tool_result', async () => {
     const out = await outputs.get('anthropic');
     expect(out).toMatch(/call-0\s+-\s+invalid\s+This is a text block/);
+    expect(out).toMatch(/toolu_calc\s+calculate\s+ok\s+\{"value":42\}/);
+    expect(out?.trim().split('\n').at(-1)).toBe(FINAL);
+  }, 90_000);
+
+  it('anthropic tool-search: defer_loading on all but find_tools, the search answered as tool_reference blocks, the found tool called directly', async () => {
+    const out = await outputs.get('anthropic-tool-search');
+    expect(out).toMatch(/^tools: (\d+), deferred: (\d+)$/m);
+    const [, all, deferred] = /^tools: (\d+), deferred: (\d+)$/m.exec(out ?? '') ?? [];
+    expect(Number(deferred)).toBe(Number(all) - 1);
+    expect(out).toMatch(ran('toolu_search', 'find_tools'));
+    expect(out).toMatch(/^\s+references: .*\bcalculate\b/m);
     expect(out).toMatch(/toolu_calc\s+calculate\s+ok\s+\{"value":42\}/);
     expect(out?.trim().split('\n').at(-1)).toBe(FINAL);
   }, 90_000);

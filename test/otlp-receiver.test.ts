@@ -18,7 +18,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver.js';
 
 const run = promisify(execFile);
-const TRACING_SOURCE = fileURLToPath(new URL('../packages/shared/src/tracing.ts', import.meta.url));
+const TRACING_SOURCE = fileURLToPath(new URL('../packages/shared/src/tracing/index.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 let receiver: OtlpReceiver;

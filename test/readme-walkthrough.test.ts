@@ -12,7 +12,7 @@ import { CliProcesses } from './support/cli-procs.js';
 // as JSON, equal, except that
 // - ids the service makes (`rnd_…`, `cf_…`, and the inputIds holding a round's id) may differ, as
 //   long as each shown id stands for one real id, the same everywhere (and no two for one);
-// - `createdAt`, `updatedAt`, `at` and `durationMs` need only have the shown value's type;
+// - `createdAt`, `updatedAt`, `at`, `durationMs` and `idempotencyKey` (derived from the round id) need only have the shown value's type;
 // - `workspace` is compared from `/.workspaces/` on (the test's root is a temp dir);
 // - the string "…" stands for any value the README leaves out.
 // An event stream (```text) is compared line by line, its `data:` lines as JSON by the same rules.
@@ -22,7 +22,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const START = '<!-- walkthrough:start -->';
 const END = '<!-- walkthrough:end -->';
 const ANY = '…';
-const TYPED_ONLY = new Set(['createdAt', 'updatedAt', 'at', 'durationMs']);
+const TYPED_ONLY = new Set(['idempotencyKey', 'createdAt', 'updatedAt', 'at', 'durationMs']);
 const SERVICE_ID = /(?:rnd|cf)_[0-9a-z]{16}/g;
 
 interface Step {

@@ -15,11 +15,12 @@ describe('the client and shared spell the wire types the same', () => {
     expectTypeOf<shared.Status>().toExtend<client.Status>();
   });
 
-  it('has the same ErrorCode', () => {
-    expectTypeOf<client.ErrorCode>().toEqualTypeOf<shared.ErrorCode>();
-    expectTypeOf<shared.ErrorCode>().toEqualTypeOf<client.ErrorCode>();
-    expectTypeOf<client.ErrorCode>().toExtend<shared.ErrorCode>();
-    expectTypeOf<shared.ErrorCode>().toExtend<client.ErrorCode>();
+  it('has the same ErrorCode (the client adds the coordinator rate_limited to the executor codes)', () => {
+    type SharedCode = shared.ErrorCode | shared.AdmissionErrorCode;
+    expectTypeOf<client.ErrorCode>().toEqualTypeOf<SharedCode>();
+    expectTypeOf<SharedCode>().toEqualTypeOf<client.ErrorCode>();
+    expectTypeOf<client.ErrorCode>().toExtend<SharedCode>();
+    expectTypeOf<SharedCode>().toExtend<client.ErrorCode>();
   });
 
   it('has the same ResultError, its stop codes being the StopStatus values', () => {
@@ -65,11 +66,15 @@ describe('the client and shared spell the wire types the same', () => {
       invalid: true,
       denied: true,
     } satisfies Record<client.Status, true>;
-    const codes = { handler_error: true, timeout: true, worker_lost: true, cancelled: true } satisfies Record<
-      client.ErrorCode,
-      true
-    >;
+    const codes = {
+      handler_error: true,
+      timeout: true,
+      worker_lost: true,
+      cancelled: true,
+      unavailable: true,
+      rate_limited: true,
+    } satisfies Record<client.ErrorCode, true>;
     expect(Object.keys(statuses).sort()).toEqual([...STATUSES].sort());
-    expect(Object.keys(codes).sort()).toEqual([...ERROR_CODES].sort());
+    expect(Object.keys(codes).sort()).toEqual([...ERROR_CODES, 'rate_limited'].sort());
   });
 });

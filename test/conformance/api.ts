@@ -12,6 +12,8 @@ export interface Result {
   dedupedFrom?: string;
   dedupedFromRound?: string;
   durationMs: number;
+  /** (v1.2) Who let the call through the confirm gate. */
+  approval?: { by: string; at: string };
   [extra: string]: unknown;
 }
 
@@ -138,7 +140,11 @@ export class Api {
     return r.json.confirmations;
   }
 
-  answer(session: string, id: string, body: { approve: boolean; remember?: boolean }) {
+  answer(
+    session: string,
+    id: string,
+    body: { approve: boolean; remember?: boolean; grant?: { scope: 'args' | 'tool'; run?: true; ttlMs?: number } },
+  ) {
     return this.request('POST', `/v1/sessions/${session}/confirmations/${id}`, body);
   }
 

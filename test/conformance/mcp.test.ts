@@ -192,7 +192,8 @@ describeModes('MCP servers', (mode) => {
     const s = await f.api.session([]);
     const view = await f.api.request('GET', `/v1/sessions/${s}/tools`);
     expect(JSON.stringify(view.json.tools)).not.toContain(ECHO);
-    expect(String(view.json.context)).toContain(ECHO);
+    // Named in the context: one line per tool, or (a large catalog) in its server's line (API.md v1.2).
+    expect(String(view.json.context)).toMatch(/mcp__everything__echo|MCP server everything: .*\becho\b/);
     const first = await f.api.one(s, rt(ECHO, { message: 'hi' }));
     expect(first.status).toBe('schema');
     const found = await f.api.one(s, direct('find_tools', { query: 'echo everything' }));
@@ -235,6 +236,22 @@ describeModes('MCP servers', (mode) => {
     expect(
       expectOk(await f.api.one(s, rt(fake('extra_1'), { x: 3 })), 'valid extra_1').output.content[0].text,
     ).toContain('"x":3');
+  });
+
+  it('hands an MCP tool the call idempotencyKey as _meta["tool-dispatch/idempotencyKey"], the one its result carries', async () => {
+    await listed(f.api, [fake('sleep')]);
+    const s = await f.api.session([fake('sleep')]);
+    // A unique fraction of a millisecond marks this call in the server's log.
+    const ms = Number((1 + Math.random()).toFixed(9));
+    const r = expectOk(await f.api.one(s, rt(fake('sleep'), { ms })), 'sleep');
+    const key = (r as { idempotencyKey?: string }).idempotencyKey;
+    expect(key).toMatch(/^td_/);
+    const entry = readFileSync(fakeLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { call?: string; args?: { ms?: number }; meta?: Record<string, unknown> | null })
+      .find((e) => e.call === 'sleep' && e.args?.ms === ms);
+    expect(entry?.meta?.['tool-dispatch/idempotencyKey']).toBe(key);
   });
 
   it('maps isError to error/handler_error with the text as message and the content under details', async () => {

@@ -5,7 +5,6 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../support/net.js';
 import { randomPrefix } from '../support/redis.js';
 import type { TargetServer } from './target-server.js';
 
@@ -89,7 +88,9 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     await rm(tmp, { recursive: true, force: true });
   };
   try {
-    const port = await freePort();
+    // Port 0: the process binds a free port itself and names it on its `listening on` line (a port
+    // picked here first may be taken by another suite's process before this one binds it).
+    const port = 0;
     let coordinator: ProcessGroup;
     const workers: ProcessGroup[] = [];
     if (options.mode === 'embedded') {
@@ -165,6 +166,9 @@ function serviceEnv(options: ServiceOptions, root: string): Record<string, strin
     // The whole suite on sharded queues: each shard on its own primary (DESIGN.md "Beyond one Redis").
     env.TD_QUEUE_SHARDS = String(CLUSTER_QUEUE_SHARDS);
   }
+  // TD_CONFORMANCE_JOB_CALLS: the suite with another TD_JOB_CALLS (1: batching off), as issue 31 asks.
+  const jobCalls = process.env.TD_CONFORMANCE_JOB_CALLS;
+  if (jobCalls && options.mode !== 'embedded') env.TD_JOB_CALLS = jobCalls;
   for (const [k, v] of Object.entries(options.env ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;
@@ -268,12 +272,11 @@ export async function startExtraCoordinator(
   label = 'coordinator-2',
 ): Promise<{ base: string; group: ProcessGroup }> {
   if (!overRedis(service.mode)) throw new Error('a second coordinator needs distributed or cluster mode');
-  const port = await freePort();
   const logFile = path.join(path.dirname(service.root), 'service.log');
-  const group = spawnGroup(label, ['coordinator', '--port', String(port), '--host', '127.0.0.1'], service.env, logFile);
+  const group = spawnGroup(label, ['coordinator', '--port', '0', '--host', '127.0.0.1'], service.env, logFile);
   try {
-    await group.waitLine(/listening on/, START_TIMEOUT_MS);
-    const base = `http://127.0.0.1:${port}`;
+    const announced = await group.waitLine(/listening on (http:\/\/\S+)/, START_TIMEOUT_MS);
+    const base = `http://127.0.0.1:${new URL(announced[1] ?? '').port}`;
     await waitReady(base, service.env.TD_API_TOKEN, group);
     return { base, group };
   } catch (e) {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 // A round sent while a Redis Cluster primary is down (killed, not yet back): the service rides
 // the outage out (cluster commands are sent again for up to CLUSTER_PATIENCE_MS) and answers once
-// the primary is back, or answers 503 store_unavailable, never 500; a retry under the same
+// the primary is back, or answers 503 unavailable, never 500; a retry under the same
 // Idempotency-Key then gets the round's one answer, each call run once. Real processes on a real
 // 3-primary cluster.
 import { expect, it } from 'vitest';
@@ -57,12 +57,12 @@ it.each([0, 1, 2])(
       );
       console.log(`[cluster-away] unanswered round of ${runs[i]?.session}: ${events}\n${cs.service.logTail(40)}`);
     }
-    // An answer is 200 (the outage ridden out) or 503 store_unavailable (retry): never a 500, and
+    // An answer is 200 (the outage ridden out) or 503 unavailable (retry): never a 500, and
     // never none. (A round left unanswered, its jobs queued and no worker taking them, was about
     // 1 in 20 here until workers replaced their stuck BullMQ consumers: see StuckConsumerWatch.)
     for (const a of answers) {
       expect([200, 503], `${a.text}\n${cs.service.logTail(30)}`).toContain(a.status);
-      if (a.status === 503) expect(JSON.parse(a.text).error.code).toBe('store_unavailable');
+      if (a.status === 503) expect(JSON.parse(a.text).error.code).toBe('unavailable');
     }
     // Retried under the same key (the client's move after a 503): one answer per round, every call ok.
     for (const [i, { session, run, key }] of runs.entries()) {

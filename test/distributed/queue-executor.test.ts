@@ -2,14 +2,21 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecJob } from '@tool-dispatch/shared';
-import { OUTCOME_AFTER_COMMIT_TTL_MS, OUTCOME_TTL_MS, redisKeys } from '@tool-dispatch/shared/redis';
+import {
+  jobIdFor,
+  OUTCOME_AFTER_COMMIT_TTL_MS,
+  OUTCOME_TTL_MS,
+  RUNNING_MARK,
+  redisKeys,
+} from '@tool-dispatch/shared/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   QueueExecutor,
   type QueueExecutorOptions,
 } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
-import { type RunningWorker, startWorker } from '../../packages/worker/src/consume.js';
+import type { RunningWorker } from '../../packages/worker/src/app/options.js';
+import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
@@ -339,12 +346,12 @@ describe('QueueExecutor with two workers', () => {
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
     });
 
-    it('carries the calls of several rounds admitted in one tick in one job, named after them all', async () => {
+    it('carries the calls of several rounds of one run admitted in one tick in one job, named after them all', async () => {
       const prefix = randomPrefix();
       await worker(prefix, 'w-a');
       const exec = await executor(prefix);
       const a = roundOf(2, (i) => ({ args: { a: i } }));
-      const b = roundOf(3, (i) => ({ args: { b: i }, session: 's2', run: 'r9' }));
+      const b = roundOf(3, (i) => ({ args: { b: i } }));
       const outcomes = await Promise.all([...a, ...b].map((c) => exec.execute(c, never())));
       expect(outcomes.map((o) => o.status === 'ok' && (o.output as { echo: unknown }).echo)).toEqual([
         { a: 0 },
@@ -359,6 +366,21 @@ describe('QueueExecutor with two workers', () => {
       expect(done?.id).toBe(`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2`);
       // Named after its tools by default (TD_JOB_NAME `{tools}`).
       expect(done?.name).toBe('test_echo');
+    });
+
+    it("never carries another run's calls in a job (DESIGN.md: one run's batch per job)", async () => {
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const exec = await executor(prefix);
+      const a = roundOf(2, (i) => ({ args: { a: i } }));
+      const b = roundOf(3, (i) => ({ args: { b: i }, session: 's2', run: 'r9' }));
+      const c = roundOf(1, () => ({ args: { c: 0 }, run: 'r2' }));
+      const outcomes = await Promise.all([...a, ...b, ...c].map((call) => exec.execute(call, never())));
+      expect(outcomes.every((o) => o.status === 'ok')).toBe(true);
+      const q = exec.queueOf('concurrent');
+      await waitFor(async () => (await q.getJobCounts('completed')).completed === 3);
+      const ids = (await q.getJobs(['completed'])).map((j) => j.id).sort();
+      expect(ids).toEqual([`${a[0]?.round}-0.1`, `${b[0]?.round}-0.1.2`, `${c[0]?.round}-0`].sort());
     });
 
     it('names each job from TD_JOB_NAME’s template (session, run, round, queue, tools), as the dashboard shows it', async () => {
@@ -464,6 +486,55 @@ describe('QueueExecutor with two workers', () => {
       expect(again).toMatchObject({ status: 'error', code: 'cancelled' });
       expect((await busy).status).toBe('ok');
       expect((await lines(file)).filter((l) => l.includes('cancelled'))).toEqual([]);
+    });
+  });
+
+  describe('when Redis loses a job (a failover to a replica that never had it)', () => {
+    // The job is enqueued with no worker running, then removed from the queue as a failover to a
+    // replica that never received it would; the worker starts after that.
+    async function lostJob(over: Partial<QueueExecutorOptions>, call: Partial<ExecJob>, mark?: (id: string) => string) {
+      const prefix = randomPrefix();
+      const exec = await executor(prefix, over);
+      const file = path.join(dir, `${prefix}-lost.log`);
+      const sent = job('test_side_effect', { ms: 10, file, tag: 'lost' }, call);
+      const outcome = exec.execute(sent, never());
+      const queue = exec.queueOf(sent.queue);
+      const id = jobIdFor(sent.round, sent.callIndex);
+      await waitFor(async () => (await queue.getJob(id)) !== undefined);
+      const redis = new Redis(server.url);
+      closers.push(async () => redis.disconnect());
+      if (mark) await redis.set(redisKeys(prefix).outcome(exec.coordinatorId, id), mark(id));
+      expect(await queue.remove(id)).toBe(1);
+      await worker(prefix, 'w-a');
+      return { outcome, file };
+    }
+
+    it('enqueues again a side effect that never started, and it runs once (TD_REDIS_REPLICA_ACKS ≥ 1)', async () => {
+      const { outcome, file } = await lostJob({ resendLostJobs: true }, { queue: 'serial' });
+      expect(await outcome).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+      expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    });
+
+    it('enqueues again a concurrent call carried by the lost job, once', async () => {
+      const { outcome, file } = await lostJob({ resendLostJobs: true }, { queue: 'concurrent' });
+      expect(await outcome).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+      expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+    });
+
+    it('ends a side effect whose acknowledged start survived worker_lost, and never runs it', async () => {
+      const { outcome, file } = await lostJob(
+        { resendLostJobs: true, overdueGraceMs: 100 },
+        { queue: 'serial', timeoutMs: 300 },
+        (id) => RUNNING_MARK + id,
+      );
+      expect(await outcome).toMatchObject({ status: 'error', code: 'worker_lost' });
+      expect(await lines(file)).toEqual([]);
+    });
+
+    it('without replica acks (the default) never enqueues it again: worker_lost once the deadlines passed', async () => {
+      const { outcome, file } = await lostJob({ overdueGraceMs: 100 }, { queue: 'serial', timeoutMs: 300 });
+      expect(await outcome).toMatchObject({ status: 'error', code: 'worker_lost' });
+      expect(await lines(file)).toEqual([]);
     });
   });
 

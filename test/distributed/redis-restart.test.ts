@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueueExecutor } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
 import type { ExecJob } from '../../packages/shared/src/index.js';
-import { startWorker } from '../../packages/worker/src/consume.js';
+import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';

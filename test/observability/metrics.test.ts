@@ -131,9 +131,18 @@ describe('the coordinator’s /metrics', () => {
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',
       td_confirmations_pending: 'gauge',
+      td_grants_total: 'counter',
       td_inputs_pending: 'gauge',
+      td_limit_rejections_total: 'counter',
+      td_limit_wait_seconds: 'histogram',
+      td_limit_waits_total: 'counter',
+      td_limit_waiting: 'gauge',
       td_queue_jobs: 'gauge',
       td_workers_alive: 'gauge',
+      td_find_tools_searches_total: 'counter',
+      td_find_tools_search_hits_total: 'counter',
+      td_mcp_sessions_open: 'gauge',
+      td_mcp_requests_total: 'counter',
     });
   });
 

@@ -17,7 +17,7 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 15_000;
 
 export interface TdProcess {
-  readonly role: 'coordinator' | 'worker';
+  readonly role: 'coordinator' | 'worker' | 'dev';
   readonly child: ChildProcess;
   /** Everything it printed so far (stdout and stderr). */
   output(): string;
@@ -68,7 +68,7 @@ function childEnv(stack: StackEnv, own: Record<string, string>): NodeJS.ProcessE
   }
   return {
     ...env,
-    REDIS_URL: stack.redisUrl,
+    ...(stack.redisUrl ? { REDIS_URL: stack.redisUrl } : {}),
     TD_PREFIX: stack.prefix,
     TD_WORKSPACE_ROOT: stack.workspaceRoot,
     ...stack.extra,
@@ -150,8 +150,17 @@ function launch(role: TdProcess['role'], args: string[], env: NodeJS.ProcessEnv)
 }
 
 /** `tool-dispatch coordinator` on a free port of 127.0.0.1; resolves once it listens. */
-export async function startCoordinatorProcess(stack: StackEnv, own: Record<string, string> = {}): Promise<Coordinator> {
-  const { proc, waitForLine } = launch('coordinator', ['--port', '0', '--host', '127.0.0.1'], childEnv(stack, own));
+export function startCoordinatorProcess(stack: StackEnv, own: Record<string, string> = {}): Promise<Coordinator> {
+  return startListening('coordinator', stack, own);
+}
+
+/** `tool-dispatch dev` on a free port of 127.0.0.1 (embedded when the stack's redisUrl is ''); resolves once it listens. */
+export function startDevProcess(stack: StackEnv, own: Record<string, string> = {}): Promise<Coordinator> {
+  return startListening('dev', stack, own);
+}
+
+async function startListening(role: 'coordinator' | 'dev', stack: StackEnv, own: Record<string, string>) {
+  const { proc, waitForLine } = launch(role, ['--port', '0', '--host', '127.0.0.1'], childEnv(stack, own));
   try {
     const match = await waitForLine(/listening on (http:\/\/\S+)/);
     return { ...proc, url: match[1] as string };

@@ -28,6 +28,8 @@ interface Workload {
   second: { round: string; results: { id: string; status: string }[] };
   /** The same fetch_page in another run (so it is not deduped): a cache hit. */
   third: { round: string; results: { id: string; status: string }[] };
+  /** file_history and error_history (fetched in a round before), answered by the coordinator. */
+  history: { round: string; results: { id: string; status: string }[] };
 }
 
 async function runWorkload(stack: Stack): Promise<Workload> {
@@ -45,7 +47,14 @@ async function runWorkload(stack: Stack): Promise<Workload> {
     runTool('d2', 'fetch_page', { url: stack.pageUrl }),
   ]);
   const third = await submitRound(stack, { session, run: 'r2' }, [runTool('e1', 'fetch_page', { url: stack.pageUrl })]);
-  return { session, run, first, second, third };
+  await submitRound(stack, { session, run: 'r3' }, [
+    { id: 'g1', name: 'find_tools', args: { names: ['file_history', 'error_history'] } },
+  ]);
+  const history = await submitRound(stack, { session, run: 'r3' }, [
+    runTool('h1', 'file_history', { path: 'a.txt' }),
+    runTool('h2', 'error_history', {}),
+  ]);
+  return { session, run, first, second, third, history };
 }
 
 const byId = (spans: readonly ReceivedSpan[]) => new Map(spans.map((s) => [s.spanId, s]));
@@ -133,7 +142,17 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
     const trace = traceOf(spans, workload.first.round);
     expect(trace.map((s) => s.name).sort()).toEqual(
       // find_tools answered in pass 1 (under preflight); the calculate's time on the queue (wait-spans.test.ts).
-      [ROUND_ROUTE, 'round', 'preflight', 'find_tools', 'queue wait', 'execute calculate', 'commit'].sort(),
+      // find_tools answered by the coordinator is an executed call too: `execute find_tools`.
+      [
+        ROUND_ROUTE,
+        'round',
+        'preflight',
+        'find_tools',
+        'execute find_tools',
+        'queue wait',
+        'execute calculate',
+        'commit',
+      ].sort(),
     );
     const spanById = byId(trace);
     const request = only(trace, ROUND_ROUTE);
@@ -149,6 +168,33 @@ describe.each(PROTOCOLS)('when the coordinator and a worker export over OTLP $pr
     for (const name of ['preflight', 'execute calculate', 'commit']) {
       const span = only(trace, name);
       expect(spanById.get(span.parentSpanId ?? '')?.name, `parent of ${name}`).toBe('round');
+    }
+  });
+
+  it('gives each call the coordinator answers (find_tools, file_history, error_history) an execute span with the td.* attributes, a child of the round', () => {
+    expect(workload.history.results.map((r) => r.status)).toEqual(['ok', 'ok']);
+    const cases = [
+      [workload.first.round, 'find_tools', 'c1'],
+      [workload.history.round, 'file_history', 'h1'],
+      [workload.history.round, 'error_history', 'h2'],
+    ] as const;
+    for (const [roundId, tool, callId] of cases) {
+      const trace = traceOf(spans, roundId);
+      const execute = only(trace, `execute ${tool}`);
+      expect(execute.parentSpanId, tool).toBe(only(trace, 'round').spanId);
+      expect(execute.serviceName, tool).toBe(p.coordinatorService);
+      expect(execute.attributes, tool).toMatchObject({
+        'td.session': workload.session,
+        'td.run': roundId === workload.first.round ? workload.run : 'r3',
+        'td.round': roundId,
+        'td.call.id': callId,
+        'gen_ai.tool.call.id': callId,
+        'gen_ai.tool.name': tool,
+        'gen_ai.operation.name': 'execute_tool',
+        'td.status': 'ok',
+        'td.queue.class': 'concurrent',
+        'td.worker': 'coordinator',
+      });
     }
   });
 

@@ -5,7 +5,7 @@
 import { createDistributedEngine } from '../../packages/coordinator/src/app/distributed.js';
 import { startCoordinator } from '../../packages/coordinator/src/app/serve.js';
 import { resolveConfig } from '../../packages/shared/src/index.js';
-import { startWorker } from '../../packages/worker/src/consume.js';
+import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { createBuiltinRegistry } from '../../packages/worker/src/registry.js';
 import { FAULT_TOOL_DEFINITIONS, registerFaultTools } from './fault-tools.js';
 

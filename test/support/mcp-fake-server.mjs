@@ -120,7 +120,7 @@ async function onRequest(msg) {
     return send({ id, result: { tools: page, ...next } });
   }
   if (method === 'tools/call') {
-    log({ call: params.name, args: params.arguments ?? {} });
+    log({ call: params.name, args: params.arguments ?? {}, meta: params._meta ?? null });
     return send({ id, result: await call(id, params.name, params.arguments ?? {}) });
   }
   send({ id, error: { code: -32601, message: `no method ${method}` } });

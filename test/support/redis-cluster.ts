@@ -158,11 +158,16 @@ async function waitForClusterOk(ports: readonly number[]): Promise<void> {
   }, 'cluster_state:ok on every node');
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+/** Polls `check` every 100 ms until it holds, or fails naming `what` after `timeoutMs`. */
+export async function waitFor(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = READY_TIMEOUT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what} not seen within ${READY_TIMEOUT_MS} ms`);
+    if (Date.now() > deadline) throw new Error(`${what} not seen within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

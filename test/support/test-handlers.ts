@@ -14,6 +14,16 @@ export function testRegistry(): HandlerRegistry {
   return registry;
 }
 
+/**
+ * The sleep handler under user-tool names (`ext_` tools the coordinator is told about), a read
+ * (`ext_sleep_read`, concurrent) and a side effect (`ext_sleep_write`, serial): EXT_SLEEP_TOOLS.
+ */
+export function registerExtSleepTools(registry: HandlerRegistry): HandlerRegistry {
+  registry.register('ext_sleep_read', sleepHandler);
+  registry.register('ext_sleep_write', sleepHandler);
+  return registry;
+}
+
 /** Args `{ms, file?, tag?}`: records `start <pid> <tag>`, sleeps `ms` (or until aborted, recording `aborted <tag>`). */
 const sleepHandler: Handler = async function testSleep(args, ctx) {
   const file = typeof args.file === 'string' ? args.file : undefined;

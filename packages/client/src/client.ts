@@ -1,3 +1,4 @@
+// long-file: TdClient is the package's whole surface, one documented method per endpoint of the API; one class reads best in one file
 import { TdApiError } from './errors.js';
 import { answerParkedInputs } from './parked-inputs.js';
 import { type RawSseEvent, SseParser } from './sse-parser.js';
@@ -7,6 +8,8 @@ import type {
   CatalogEntry,
   Confirmation,
   ConfirmationAnswer,
+  Grant,
+  GrantRequest,
   HistoryEntry,
   InputAnswer,
   InputAnswered,
@@ -210,13 +213,24 @@ export class TdClient {
   answerConfirmation(
     session: string,
     idOrCallId: string,
-    decision: { approve: boolean; remember?: boolean },
+    decision: { approve: boolean; remember?: boolean; grant?: GrantRequest },
     options: RequestOptions = {},
   ): Promise<ConfirmationAnswer> {
     return this.json('POST', `/v1/sessions/${enc(session)}/confirmations/${enc(idOrCallId)}`, {
       ...options,
       body: decision,
     });
+  }
+
+  /** (v1.2) The session's live grants, oldest first. */
+  async grants(session: string, options: RequestOptions = {}): Promise<Grant[]> {
+    const body = await this.json<{ grants: Grant[] }>('GET', `/v1/sessions/${enc(session)}/grants`, options);
+    return body.grants;
+  }
+
+  /** (v1.2) Revokes a grant at once; TdApiError 404 when the session has none under that id. */
+  async revokeGrant(session: string, grantId: string, options: RequestOptions = {}): Promise<void> {
+    await this.json('DELETE', `/v1/sessions/${enc(session)}/grants/${enc(grantId)}`, options);
   }
 
   /** The session's parked calls waiting for an answer, oldest first. */

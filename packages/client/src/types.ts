@@ -1,7 +1,7 @@
 /** Wire types of the coordinator's HTTP API (API.md), kept apart from the server's packages. */
 
 export type Status = 'ok' | 'error' | 'deduped' | 'cached' | 'schema' | 'refused' | 'unknown' | 'invalid' | 'denied';
-export type ErrorCode = 'handler_error' | 'timeout' | 'worker_lost' | 'cancelled';
+export type ErrorCode = 'handler_error' | 'timeout' | 'worker_lost' | 'cancelled' | 'unavailable' | 'rate_limited';
 
 export interface ResultError {
   code: ErrorCode | 'refused' | 'unknown' | 'invalid' | 'denied';
@@ -20,6 +20,16 @@ export interface CallResult {
   dedupedFromRound?: string;
   durationMs: number;
   ranOn?: string;
+  /** The key its side effects carried downstream (every executed call has one). */
+  idempotencyKey?: string;
+  /** (v1.2) Who let the call through the confirm gate: a token's name, `auto`, `mcp-client` or `grant:<grantId>`. */
+  approval?: Approval;
+}
+
+/** (v1.2) Who approved a call, and when (RFC 3339). */
+export interface Approval {
+  by: string;
+  at: string;
 }
 
 export interface ToolDefinition {
@@ -93,6 +103,10 @@ export interface SessionInput {
   tenant?: string;
   autoApprove?: string[] | 'all';
   clientTools?: ToolDefinition[];
+  /** Characters of outputs a model gets, per call and per round (API.md v1.2); past them a preview and an artifact. */
+  resultBudget?: { call?: number; round?: number };
+  /** `anthropic`: Anthropic's tool search (provider `anthropic` only). */
+  toolSearch?: 'anthropic';
 }
 
 export interface Session {
@@ -108,6 +122,9 @@ export interface Session {
   workspace: string;
   createdAt: number;
   updatedAt: number;
+  /** The budget in force (its own, else the deployment's or provider's default); absent: none. */
+  resultBudget?: { call?: number; round?: number };
+  toolSearch?: 'anthropic';
 }
 
 export type WireFormat = 'neutral' | 'openai' | 'openai-responses' | 'anthropic';
@@ -135,6 +152,14 @@ export interface AnthropicTool {
   name: string;
   description: string;
   input_schema: { type: 'object'; [key: string]: unknown };
+  /** With `toolSearch: "anthropic"`: on every tool but find_tools, so the API loads it once a search returns it. */
+  defer_loading?: true;
+}
+
+/** A tool a find_tools search returned, which the Messages API expands into its definition. */
+export interface AnthropicToolReference {
+  type: 'tool_reference';
+  tool_name: string;
 }
 
 export interface ToolsResponse<T> {
@@ -152,7 +177,8 @@ export interface OpenAiToolMessage {
 export interface AnthropicToolResult {
   type: 'tool_result';
   tool_use_id: string;
-  content: string;
+  /** The text; with `toolSearch: "anthropic"`, a find_tools result's tool references. */
+  content: string | AnthropicToolReference[];
   is_error: boolean;
 }
 
@@ -220,6 +246,29 @@ export interface ConfirmationAnswer {
   confirmation: Confirmation;
   approve: boolean;
   remember: boolean;
+  /** (v1.2) The grant the approval made. */
+  grant?: Grant;
+}
+
+/** (v1.2) What an approval may grant: later calls of the tool (`args`: with the same args) approved without asking. */
+export interface GrantRequest {
+  scope: 'args' | 'tool';
+  /** Only in the run of the call answered. */
+  run?: true;
+  ttlMs?: number;
+}
+
+/** (v1.2) A standing approval of a session (`GET .../grants`). */
+export interface Grant {
+  grantId: string;
+  tool: string;
+  scope: 'args' | 'tool';
+  argsHash?: string;
+  run?: string;
+  expiresAt?: string;
+  createdBy: string;
+  createdAt: string;
+  uses: number;
 }
 
 /** Who answers a parked call: a person (`interactive`, ask_user among them) or the agent backend's client. */

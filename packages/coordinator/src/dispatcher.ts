@@ -1,8 +1,11 @@
 import type { ToolSpec } from '@tool-dispatch/shared';
-import type { PendingConfirmation } from './confirm/confirm-hub.js';
+import type { ConfirmAnswer, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
 import type {
+  Grant,
   HistoryEntry,
+  InboxChange,
+  InboxItem,
   InputAnswer,
   ParkedInput,
   RoundResponse,
@@ -22,7 +25,7 @@ export type ToolSource = 'builtin' | 'user' | 'mcp' | 'client';
 export type CatalogView = Pick<
   ToolSpec,
   'name' | 'description' | 'concurrency' | 'confirm' | 'deferred' | 'cacheable' | 'parameters'
-> & { source: ToolSource; server?: string };
+> & { source: ToolSource; server?: string; annotations?: Record<string, unknown> };
 
 /** The coordinator's engine as the HTTP layer (and embedded users) see it. */
 export interface Dispatcher {
@@ -38,8 +41,12 @@ export interface Dispatcher {
   answerConfirmation(
     session: string,
     idOrCallId: string,
-    decision: { approve: boolean; remember: boolean },
-  ): Promise<PendingConfirmation>;
+    decision: ConfirmAnswer,
+  ): Promise<PendingConfirmation & { grant?: Grant }>;
+  /** (v1.2) The session's live grants, oldest first. Throws RequestError('session_not_found'). */
+  grants(session: string): Promise<Grant[]>;
+  /** (v1.2) Revokes a grant at once (`grant.revoked`, `by` a token's name). Throws RequestError('grant_not_found'). */
+  revokeGrant(session: string, grantId: string, by: string): Promise<void>;
   /** The session's parked calls, oldest first. Throws RequestError('session_not_found'). */
   pendingInputs(session: string): Promise<ParkedInput[]>;
   /**
@@ -51,6 +58,12 @@ export interface Dispatcher {
     idOrCallId: string,
     answer: InputAnswer,
   ): Promise<{ inputId: string; status: 'ok' | 'error' }>;
+  /** (inbox) Sessions that may have something waiting: asked, and not past its deadline. */
+  inboxSessions(): Promise<string[]>;
+  /** (inbox) What waits in a session: its pending confirmations and parked calls (not ordered). */
+  inboxItems(session: string): Promise<InboxItem[]>;
+  /** (inbox) Hears every confirmation and parked call asked, and every one that stops waiting, on any coordinator. */
+  watchInbox(onChange: (change: InboxChange) => void): Promise<() => void>;
   /** Cancels a run's queued, running, awaiting-approval and parked calls; the number that ended cancelled. */
   cancelRun(session: string, run: string): Promise<number>;
   history(session: string, tool?: string): Promise<HistoryEntry[]>;

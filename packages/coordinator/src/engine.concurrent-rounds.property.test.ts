@@ -9,6 +9,7 @@ import { Engine } from './engine.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryInputHub } from './inputs/memory.js';
+import { MemoryLimits } from './limits/memory.js';
 import { MemoryStore } from './store/memory.js';
 
 // API.md v1.1 (TD_WORKER_SERIAL_CONCURRENCY): a run never has two serial calls in flight, whatever
@@ -56,6 +57,7 @@ async function playTogether(rounds: readonly RoundPlan[]) {
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
     inputs: new MemoryInputHub(),
+    limits: new MemoryLimits(),
   });
   await engine.putSession('s', { provider: 'openai', autoApprove: 'all' });
   await engine.submitRound({ session: 's', run: 'setup', calls: [{ id: 'f', name: 'find_tools', args: {} }] });

@@ -9,6 +9,7 @@ import type { DispatchEvent } from './events/event-bus.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryInputHub } from './inputs/memory.js';
+import { MemoryLimits } from './limits/memory.js';
 import type { ParkedInput } from './model.js';
 import { MemoryStore } from './store/memory.js';
 
@@ -40,6 +41,7 @@ async function setup(opts: { inputTimeoutMs?: number; maxConcurrentTools?: numbe
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
     inputs: new MemoryInputHub(),
+    limits: new MemoryLimits(),
   });
   const session = `s${++seq}`;
   await engine.putSession(session, { provider: 'claude-code', autoApprove: 'all', clientTools: [LOOKUP, FAST] });

@@ -9,6 +9,7 @@ import { Engine } from './engine.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryInputHub } from './inputs/memory.js';
+import { MemoryLimits } from './limits/memory.js';
 import { MemoryStore } from './store/memory.js';
 
 // Property tests of the passes over random rounds (DESIGN.md pass 2 and pass 1 step 3/7).
@@ -53,6 +54,7 @@ async function play(rounds: Array<Array<{ tool: string; args: Record<string, unk
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
     inputs: new MemoryInputHub(),
+    limits: new MemoryLimits(),
   });
   await engine.putSession('s', { provider: 'openai', autoApprove: 'all' });
   await engine.submitRound({ session: 's', run: 'setup', calls: [{ id: 'f', name: 'find_tools', args: {} }] });

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RESULT_CACHE_TTL_MS, resolveConfig, ToolError } from '@tool-dispatch/shared';
@@ -10,6 +10,7 @@ import type { DispatchEvent } from './events/event-bus.js';
 import { MemoryEventBus } from './events/memory.js';
 import { FakeExecutor, sleep } from './executors/fake.js';
 import { MemoryInputHub } from './inputs/memory.js';
+import { MemoryLimits } from './limits/memory.js';
 import { commitRound } from './passes/commit.js';
 import { MemoryStore } from './store/memory.js';
 
@@ -87,6 +88,7 @@ async function setup(
     events: new MemoryEventBus(),
     confirmations: new MemoryConfirmHub(),
     inputs: new MemoryInputHub(),
+    limits: new MemoryLimits(),
   });
   const session = `s${++seq}`;
   await engine.putSession(session, {
@@ -295,6 +297,31 @@ describe('pass 1: pre-flight', () => {
         'calculate',
       ]);
       expect(results[1]?.status).toBe('ok');
+      const later = await t.round([rt('calculate', { expression: '3+3' })], 'r2');
+      expect(later.results[0]?.status).toBe('ok');
+    });
+
+    it('fetches nothing for a find_tools that never ran: its run was cancelled while it waited behind a command', async () => {
+      const ex = fakeTools().on(
+        'run_command',
+        (_a, _j, signal) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+      );
+      const t = await setup({ fetchAll: false, ex, autoApprove: ['run_command'] });
+      await t.round([rt('run_command', { command: 'x' })]); // its schema
+      const pending = t.round([
+        rt('run_command', { command: 'sleep' }),
+        direct('find_tools', { names: ['calculate'] }),
+      ]);
+      await until(async () => ex.inFlight === 1);
+      await t.engine.cancelRun(t.session, 'r1');
+      const { results } = await pending;
+      expect(results.map((r) => r.error?.code)).toEqual(['cancelled', 'cancelled']);
+      expect((await t.engine.getSession(t.session))?.fetched).not.toContain('calculate');
+      // The model never saw calculate's schema: its first call answers it.
+      const next = await t.round([rt('calculate', { expression: '1+1' })], 'r2');
+      expect(next.results[0]?.status).toBe('schema');
+      expect(t.ex.countOf('calculate')).toBe(0);
     });
   });
 
@@ -302,6 +329,20 @@ describe('pass 1: pre-flight', () => {
     it('answers unknown for a name with no definition, and never runs it', async () => {
       const t = await setup();
       const { results } = await t.round([rt('no_such_tool', {})]);
+      expect(results[0]).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
+    });
+
+    it('leaves a tool nothing can run out of GET /v1/tools, the tools view and find_tools, and answers a call of it unknown at once', async () => {
+      const t = await setup({ fetchAll: false });
+      // The fake executor has no chat_history handler; calculate has one; ask_user is answered by a person.
+      const names = (await t.engine.catalog()).map((c) => c.name);
+      expect(names).toEqual(expect.arrayContaining(['calculate', 'ask_user', 'find_tools', 'run_tool']));
+      expect(names).not.toContain('chat_history');
+      const view = await t.engine.toolsFor(t.session);
+      expect(view.context).not.toContain('chat_history');
+      const found = await t.round([direct('find_tools', { names: ['chat_history', 'calculate'] })]);
+      expect(found.results[0]?.output).toMatchObject({ tools: [{ name: 'calculate' }], missing: ['chat_history'] });
+      const { results } = await t.round([rt('chat_history', { query: 'x' })]);
       expect(results[0]).toMatchObject({ status: 'unknown', error: { code: 'unknown' } });
     });
 
@@ -626,6 +667,25 @@ describe('pass 3: commit', () => {
     expect(after.results.map((r) => r.status)).toEqual(['ok', 'deduped']);
   });
 
+  it('resolves symlinks inside the workspace: an edit through a link drops reads of its target, and the reverse', async () => {
+    const t = await setup({ autoApprove: 'all' });
+    const ws = (await t.engine.getSession(t.session))?.workspace as string;
+    mkdirSync(path.join(ws, 'src'));
+    writeFileSync(path.join(ws, 'src', 'a.txt'), 'a');
+    writeFileSync(path.join(ws, 'b.txt'), 'b');
+    symlinkSync(path.join('src', 'a.txt'), path.join(ws, 'link.txt'));
+    symlinkSync('src', path.join(ws, 'dir'));
+    const reads = [rt('read_files', { paths: ['src/a.txt'] }), rt('read_files', { paths: ['b.txt'] })];
+    await t.round(reads);
+    await t.round([rt('edit_file', { path: 'link.txt', content: 'new' })]);
+    const after = await t.round([rt('read_files', { paths: ['src/a.txt'] }), rt('read_files', { paths: ['b.txt'] })]);
+    expect(after.results.map((r) => r.status)).toEqual(['ok', 'deduped']);
+    // A read through a linked directory, then an edit of the target itself.
+    await t.round([rt('read_files', { paths: ['dir/a.txt'] })]);
+    await t.round([rt('edit_file', { path: 'src/a.txt', content: 'newer' })]);
+    expect((await t.round([rt('read_files', { paths: ['dir/a.txt'] })])).results[0]?.status).toBe('ok');
+  });
+
   it('drops find_files entries when edit_file creates a file, and keeps them when it does not', async () => {
     const t = await setup({ autoApprove: 'all' });
     await t.round([rt('find_files', { pattern: '*' })]);
@@ -713,6 +773,27 @@ describe('rounds', () => {
     await expect(t.round([rt('calculate', { expression: '2' }, 'k1')], 'r1', 'key-1')).rejects.toMatchObject({
       code: 'idempotency_conflict',
     });
+  });
+
+  it('compares a retry under the same Idempotency-Key after normalising the calls’ shape (API.md), not as sent', async () => {
+    const t = await setup();
+    const native = { id: 'k1', name: 'run_tool', args: { name: 'calculate', args: { expression: '1+1' } } };
+    const first = await t.round([native], 'r1', 'key-shape');
+    // The same call: args as a JSON string, keys in another order, then in the OpenAI and Anthropic shapes.
+    const retries = [
+      { id: 'k1', name: 'run_tool', args: JSON.stringify({ args: { expression: '1+1' }, name: 'calculate' }) },
+      { id: 'k1', type: 'function', function: { name: 'run_tool', arguments: JSON.stringify(native.args) } },
+      { type: 'tool_use', id: 'k1', name: 'run_tool', input: native.args },
+    ];
+    for (const call of retries) expect(await t.round([call], 'r1', 'key-shape')).toEqual(first);
+    expect(t.ex.countOf('calculate')).toBe(1);
+    // Another call under the key is still a conflict.
+    const other = {
+      id: 'k1',
+      name: 'run_tool',
+      args: JSON.stringify({ name: 'calculate', args: { expression: '1+2' } }),
+    };
+    await expect(t.round([other], 'r1', 'key-shape')).rejects.toMatchObject({ code: 'idempotency_conflict' });
   });
 
   it('answers 404-class for an unknown session', async () => {

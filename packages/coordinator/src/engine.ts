@@ -2,13 +2,18 @@ import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
-import type { ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
+import type { ConfirmAnswer, ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
+import type { InboxFeed } from './inbox/inbox-feed.js';
 import type { InputHub } from './inputs/input-hub.js';
 import type { RoundLedger, RunCancelBus } from './ledger/round-ledger.js';
+import type { Limits } from './limits/limits.js';
 import type {
+  Grant,
   HistoryEntry,
+  InboxChange,
+  InboxItem,
   InputAnswer,
   ParkedInput,
   RoundHooks,
@@ -20,8 +25,9 @@ import type {
   ToolsView,
 } from './model.js';
 import { answerConfirmation, confirmationAnswered } from './passes/gate.js';
+import { announcedHubs, waitingItems } from './passes/inbox-signals.js';
 import { answerInput, inputAnswered } from './passes/park.js';
-import { runnableTools } from './passes/preflight.js';
+import { runnableAnywhere, runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
 import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
 import { RoundAdmission } from './round/admission.js';
@@ -29,10 +35,10 @@ import { DEFAULT_LEASE_MS, RoundRecovery } from './round/recovery.js';
 import type { RoundDeps } from './round/run-round.js';
 import { type RoundsDeps, sessionNotFound, startRound, submitRound } from './round/submit-round.js';
 import { Catalog, sessionSpecs } from './rules/catalog.js';
+import type { NamedLimits } from './rules/named-limits.js';
 import { clientToolsProblem, sessionStateOf } from './rules/session-state.js';
-import { buildToolsView } from './rules/session-view.js';
+import { buildToolsView, canRun, loadingOf } from './rules/session-view.js';
 import type { Store } from './store/store.js';
-import { RunLimiter } from './support/run-limiter.js';
 import { within } from './support/settle.js';
 
 /** How long a request waits for the workers' announced tools before going on with the catalog it has. */
@@ -56,6 +62,12 @@ export interface EngineOptions {
   confirmations: ConfirmHub;
   /** Where parked calls (interactive and client tools) wait for their answers. */
   inputs: InputHub;
+  /** What `/inbox` hears of confirmations and parked calls across sessions; none: the inbox lists nothing. */
+  inboxFeed?: InboxFeed;
+  /** Where a run's places and serial lane are counted: MemoryLimits embedded, RedisLimits shared by every coordinator. */
+  limits: Limits;
+  /** TD_LIMITS: limits per tool, MCP server and tenant, admitted through `limits` after a call's run places. */
+  namedLimits?: NamedLimits;
   catalog?: Catalog;
   /** User tools' definitions (their handlers live on the executor's side). */
   tools?: readonly ToolDefinition[];
@@ -104,7 +116,9 @@ export class Engine implements Dispatcher {
   private readonly log: (line: string) => void;
 
   constructor(private readonly options: EngineOptions) {
-    const { config, executor, store, events, confirmations, inputs, hooks } = options;
+    const { config, executor, store, events, hooks, inboxFeed } = options;
+    // Every ask and answer, whichever way it comes (API, MCP client, grant, timeout), is announced to the inbox.
+    const { confirmations, inputs } = announcedHubs(options, inboxFeed, config.confirmTimeoutMs);
     this.config = config;
     this.executor = executor;
     this.store = store;
@@ -124,7 +138,9 @@ export class Engine implements Dispatcher {
       confirmations,
       executor,
       catalog: this.tools,
-      limiter: new RunLimiter(config.maxConcurrentTools),
+      limits: options.limits,
+      maxConcurrentTools: config.maxConcurrentTools,
+      namedLimits: options.namedLimits,
       confirmTimeoutMs: config.confirmTimeoutMs,
       inputs,
       inputTimeoutMs: config.inputTimeoutMs,
@@ -175,6 +191,7 @@ export class Engine implements Dispatcher {
       previous,
       catalog: this.tools,
       now: Date.now(),
+      budgetDefaults: this.config.resultBudget,
     });
     await this.store.putSession(state);
     return state;
@@ -187,7 +204,8 @@ export class Engine implements Dispatcher {
   async toolsFor(session: string): Promise<ToolsView> {
     const [state] = await Promise.all([this.requireSession(session), this.syncCatalog()]);
     const specs = sessionSpecs(this.tools, state.clientTools);
-    return buildToolsView(state.provider, specs, await runnableTools(this.executor, state), new Set(state.fetched));
+    const runnable = await runnableTools(this.executor, state);
+    return buildToolsView(loadingOf(state), specs, runnable, new Set(state.fetched), state.toolSearch);
   }
 
   async submitRound(input: SubmitRoundInput): Promise<RoundResponse> {
@@ -228,10 +246,31 @@ export class Engine implements Dispatcher {
   async answerConfirmation(
     session: string,
     idOrCallId: string,
-    decision: { approve: boolean; remember: boolean },
-  ): Promise<PendingConfirmation> {
+    decision: ConfirmAnswer,
+  ): Promise<PendingConfirmation & { grant?: Grant }> {
     await this.requireSession(session);
-    return confirmationAnswered(await answerConfirmation(this, session, idOrCallId, decision), session, idOrCallId);
+    const deps = {
+      confirmations: this.confirmations,
+      store: this.store,
+      events: this.events,
+      hooks: this.options.hooks,
+    };
+    const out = await answerConfirmation(deps, session, idOrCallId, decision);
+    const confirmation = confirmationAnswered(out, session, idOrCallId);
+    return out.kind === 'answered' && out.grant ? { ...confirmation, grant: out.grant } : confirmation;
+  }
+
+  async grants(session: string): Promise<Grant[]> {
+    await this.requireSession(session);
+    return this.store.listGrants(session);
+  }
+
+  async revokeGrant(session: string, grantId: string, by: string): Promise<void> {
+    await this.requireSession(session);
+    if (!(await this.store.revokeGrant(session, grantId)))
+      throw new RequestError('grant_not_found', `session ${session} has no grant ${grantId}`);
+    await this.events.publish(session, 'grant.revoked', { grantId, by });
+    this.options.hooks?.grants?.('revoked');
   }
 
   async pendingInputs(session: string): Promise<ParkedInput[]> {
@@ -246,6 +285,18 @@ export class Engine implements Dispatcher {
   ): Promise<{ inputId: string; status: 'ok' | 'error' }> {
     await this.requireSession(session);
     return inputAnswered(await answerInput(this.inputs, session, idOrCallId, answer), session, idOrCallId);
+  }
+
+  async inboxSessions(): Promise<string[]> {
+    return (await this.options.inboxFeed?.sessions(Date.now())) ?? [];
+  }
+
+  inboxItems(session: string): Promise<InboxItem[]> {
+    return waitingItems(this, session, this.config.confirmTimeoutMs);
+  }
+
+  async watchInbox(onChange: (change: InboxChange) => void): Promise<() => void> {
+    return (await this.options.inboxFeed?.watch(onChange)) ?? (() => {});
   }
 
   async cancelRun(session: string, run: string): Promise<number> {
@@ -263,19 +314,25 @@ export class Engine implements Dispatcher {
     return (await this.store.history(session, tool)).map(({ paths: _paths, ...entry }) => entry);
   }
 
+  /** The catalog less the tools nothing can run (DESIGN.md pass 1 step 5: as if they had no definition). */
   async catalog(): Promise<CatalogView[]> {
     await this.syncCatalog();
-    return this.tools.all().map((s) => ({
-      name: s.name,
-      description: s.description,
-      concurrency: s.concurrency,
-      confirm: s.confirm,
-      deferred: s.deferred,
-      cacheable: s.cacheable,
-      parameters: s.parameters,
-      source: s.kind,
-      ...(s.server !== undefined ? { server: s.server } : {}),
-    }));
+    const runnable = await runnableAnywhere(this.executor);
+    return this.tools
+      .all()
+      .filter((s) => canRun(s, runnable))
+      .map((s) => ({
+        name: s.name,
+        description: s.description,
+        concurrency: s.concurrency,
+        confirm: s.confirm,
+        deferred: s.deferred,
+        cacheable: s.cacheable,
+        parameters: s.parameters,
+        source: s.kind,
+        ...(s.server !== undefined ? { server: s.server } : {}),
+        ...(s.annotations !== undefined ? { annotations: s.annotations } : {}),
+      }));
   }
 
   /**
@@ -328,8 +385,10 @@ export class Engine implements Dispatcher {
     await this.confirmations.close();
     this.parkRelease.abort();
     await this.inputs.close();
+    await this.options.limits.close();
     await this.executor.close();
     await this.events.close();
+    await this.options.inboxFeed?.close();
     await this.store.close();
   }
 

@@ -1,7 +1,16 @@
 // The coordinator's domain types: what rules, passes and seams share about calls, rounds and
 // sessions. Nothing here does I/O; everything above imports from here, and this imports only
 // the wire types of @tool-dispatch/shared.
-import type { CallResult, ExecJob, ExecOutcome, NeutralTool, ToolDefinition, ToolSpec } from '@tool-dispatch/shared';
+import type {
+  Approval,
+  CallResult,
+  ExecJob,
+  ExecOutcome,
+  NeutralTool,
+  ResultBudget,
+  ToolDefinition,
+  ToolSpec,
+} from '@tool-dispatch/shared';
 
 /** A call in the engine's one shape, whatever shape it arrived in. */
 export interface NormalCall {
@@ -30,7 +39,7 @@ export interface OtherItem {
 export type CallDecision =
   | { kind: 'done'; result: CallResult }
   | { kind: 'follow'; leader: number }
-  | { kind: 'run'; needsConfirm: boolean; output?: unknown };
+  | { kind: 'run'; needsConfirm: boolean; output?: unknown; approval?: Approval };
 
 /** One call as pass 1 leaves it. */
 export interface PlannedCall {
@@ -91,6 +100,12 @@ export interface SessionState {
   /** Tools whose schema this session has been shown. */
   fetched: string[];
   workspace: string;
+  /** The result budget its calls' outputs are held to (API.md v1.2): its own, else the defaults; absent: none. */
+  resultBudget?: ResultBudget;
+  /** The budget the session's PUT set itself (kept by a later PUT that sets none). */
+  ownBudget?: ResultBudget;
+  /** `anthropic`: Anthropic's own tool search (API.md v1.2): every tool loaded, all but find_tools deferred by the API. */
+  toolSearch?: ToolSearch;
   createdAt: number;
   updatedAt: number;
 }
@@ -202,15 +217,22 @@ export type InputSettlement =
 export interface RoundHooks {
   round?<T>(info: RoundRef & { calls: number }, fn: () => Promise<T>): Promise<T>;
   pass?<T>(name: 'preflight' | 'commit', info: RoundRef, fn: () => Promise<T>): Promise<T>;
+  /**
+   * A call the coordinator answered itself (find_tools, file_history, error_history) as pass 2
+   * gives it its place: executed here, it gets its own `execute <tool>` span.
+   */
+  answered?(call: PlannedCall, ref: RoundRef, result: CallResult): void;
   /** Wraps each executed call (the `execute` span's parent, the duration metric). */
   execute?(call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>): Promise<ExecOutcome>;
-  /** Each committed result, with the call's resolved name. */
-  result?(result: CallResult, planned: PlannedCall): void;
+  /** Each committed result, with the call's resolved name and its round. */
+  result?(result: CallResult, planned: PlannedCall, ref: RoundRef): void;
   roundsInProgress?(n: number): void;
   /** Rounds waiting for their turn (TD_MAX_ROUNDS_IN_FLIGHT reached), each time the number changes. */
   roundsWaiting?(n: number): void;
   /** Confirmations asked (+n) and decided (-n). */
   confirmations?(delta: number): void;
+  /** (v1.2) A grant made, used to approve a call, or revoked. */
+  grants?(event: 'created' | 'used' | 'revoked'): void;
   /** Parked calls this coordinator waits on: one more (+1) or one fewer (-1). */
   inputs?(delta: number): void;
   /** Wraps the gate's wait for the round's confirmations (the `confirm wait` span); `wait` resolves with one decision each. */
@@ -221,8 +243,18 @@ export interface RoundHooks {
   /** A call of pass 2 that waited before it could start, and why (`admission wait` spans). */
   waited?(
     call: PlannedCall,
-    wait: { reason: 'serial_barrier' | 'run_limit' | 'serial_lane'; startMs: number; endMs: number },
+    wait: {
+      reason: 'serial_barrier' | 'run_limit' | 'serial_lane' | 'named_limit';
+      /** The TD_LIMITS limit waited for (`named_limit`). */
+      limit?: string;
+      startMs: number;
+      endMs: number;
+    },
   ): void;
+  /** A call that waited for the TD_LIMITS limit `limit` past maxWaitMs or its deadline: it ends rate_limited. */
+  limitRejected?(call: PlannedCall, limit: string): void;
+  /** A call started (+1) or ended (-1) its wait for its TD_LIMITS limits (`limit`: their names, joined by `, `). */
+  limitWaiting?(limit: string, delta: 1 | -1): void;
   /** Wraps pass 1's answer of a find_tools call (the `find_tools` span). */
   findTools?<T extends { tools: readonly unknown[] }>(call: PlannedCall, answer: () => T): T;
 }
@@ -233,7 +265,12 @@ export interface SessionInput {
   tenant?: string;
   autoApprove?: string[] | 'all';
   clientTools?: ToolDefinition[];
+  resultBudget?: ResultBudget;
+  toolSearch?: ToolSearch;
 }
+
+/** How a session's model finds deferred tools: `anthropic`, the Messages API's tool search over `defer_loading` tools. */
+export type ToolSearch = 'anthropic';
 
 /** A round as submitted (`POST .../rounds`), after edge validation. */
 export interface SubmitRoundInput {
@@ -244,10 +281,69 @@ export interface SubmitRoundInput {
   idempotencyKey?: string;
   /** Aborted when the client goes away: a retry stops waiting for the round it names. */
   signal?: AbortSignal;
+  /** Aborted to cancel this round alone (an MCP client's `notifications/cancelled`): its calls end `cancelled`. */
+  cancel?: AbortSignal;
 }
 
 /** The tools array and turn-context text for a session's next model request (`GET .../tools`). */
 export interface ToolsView {
   tools: NeutralTool[];
   context: string;
+  /** The session's tool search: the anthropic tools array then marks every tool but find_tools `defer_loading`. */
+  toolSearch?: ToolSearch;
 }
+
+/** (v1.2) A standing approval (API.md "Grants"), as `GET .../grants` lists it. */
+export interface Grant {
+  grantId: string;
+  tool: string;
+  scope: 'args' | 'tool';
+  /** `args` scope: the SHA-256 of the canonical args it approves. */
+  argsHash?: string;
+  /** Only calls of this run. */
+  run?: string;
+  /** RFC 3339; absent: until revoked or the session ends. */
+  expiresAt?: string;
+  /** The token name of who made it. */
+  createdBy: string;
+  createdAt: string;
+  /** Calls it approved. */
+  uses: number;
+}
+
+/** A call the gate is about to ask for, as grants are matched against it. */
+export interface GrantMatch {
+  tool: string;
+  argsHash: string;
+  run: string;
+  /** Epoch ms. */
+  now: number;
+}
+
+/**
+ * Something waiting for a person or a client, as the inbox lists it: a pending confirmation
+ * (`id` its confirmationId) or a parked call or question (`id` its inputId).
+ */
+export interface InboxItem {
+  id: string;
+  type: 'confirmation' | 'input';
+  /** For inputs: who answers it. */
+  kind?: InputKind;
+  session: string;
+  round: string;
+  run: string;
+  callId: string;
+  name: string;
+  args: Record<string, unknown>;
+  /** Epoch ms it was asked. */
+  createdAt: number;
+  /** Its place among its round's items asked at once (call order). */
+  order: number;
+  /** Epoch ms its wait ends (TD_CONFIRM_TIMEOUT_MS or TD_INPUT_TIMEOUT_MS after it was asked). */
+  deadline: number;
+}
+
+/** A change of what waits (the inbox's live feed): an item asked, or one that no longer waits (answered, timed out, cancelled). */
+export type InboxChange =
+  | { kind: 'asked'; session: string; item: InboxItem }
+  | { kind: 'gone'; session: string; id: string };

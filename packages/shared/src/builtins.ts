@@ -50,7 +50,16 @@ export const SHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
       'Find tools by a search query or exact names and return their full definitions (JSON schemas). ' +
       'After this, call a found tool through run_tool(name, args).',
     parameters: obj({
-      query: { type: 'string', description: 'Words to match against tool names and descriptions.' },
+      query: {
+        type: 'string',
+        description: 'What you need done, in words; matched against tool names, descriptions and parameters.',
+      },
+      limit: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 20,
+        description: 'How many of the best matches of the query to return (default 5).',
+      },
       names: { type: 'array', items: { type: 'string' }, description: 'Exact tool names to fetch.' },
     }),
     concurrency: 'concurrent',
@@ -70,9 +79,24 @@ export const SHIPPED_DEFINITIONS: readonly ToolDefinition[] = [
   {
     name: 'read_files',
     description: 'Read text files from the session workspace. Paths are relative to the workspace.',
-    parameters: obj({ paths: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 } }, [
-      'paths',
-    ]),
+    parameters: obj(
+      {
+        paths: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: 100 },
+        offset: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100_000_000,
+          description: 'First line to read, from 1 (default 1); applies to every path.',
+        },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100_000_000,
+          description: 'How many lines to read (default all); applies to every path.',
+        },
+      },
+      ['paths'],
+    ),
     concurrency: 'concurrent',
   },
   {

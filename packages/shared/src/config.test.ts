@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_WORKER_SERIAL_CONCURRENCY, MAX_QUEUE_SHARDS, resolveConfig } from './config.js';
+import { ConfigError } from './errors.js';
 
 describe('TD_WORKER_SERIAL_CONCURRENCY', () => {
   it('defaults to 8 serial-queue jobs per worker', () => {
@@ -84,5 +85,56 @@ describe('TD_JOB_NAME', () => {
     expect(() => resolveConfig({}, { TD_JOB_NAME: 'x'.repeat(201) })).toThrow(
       'TD_JOB_NAME must be at most 200 characters, got 201',
     );
+  });
+});
+
+describe('TD_JOB_CALLS', () => {
+  it("gathers up to a run's limit (5) of calls in a job unless told otherwise, and reads 1..5", () => {
+    expect(resolveConfig({}, {}).jobCalls).toBe(5);
+    expect(resolveConfig({}, { TD_JOB_CALLS: '1' }).jobCalls).toBe(1);
+    expect(resolveConfig({}, { TD_JOB_CALLS: '5' }).jobCalls).toBe(5);
+    expect(resolveConfig({ jobCalls: 2 }, { TD_JOB_CALLS: '5' }).jobCalls).toBe(2);
+  });
+
+  it.each(['0', '-1', '2.5', 'many', '6', '64'])(
+    'refuses %j with a ConfigError naming the variable and its range',
+    (raw) => {
+      let thrown: unknown;
+      try {
+        resolveConfig({}, { TD_JOB_CALLS: raw });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(ConfigError);
+      expect((thrown as Error).message).toBe(`TD_JOB_CALLS must be an integer from 1 to 5, got ${JSON.stringify(raw)}`);
+    },
+  );
+});
+
+describe('TD_REDIS_REPLICA_ACKS, TD_REDIS_WAIT_MS and TD_REDIS_COMMAND_TIMEOUT_MS', () => {
+  it('asks no replica, waits 1 s for them and gives each command 2 s unless told otherwise', () => {
+    const c = resolveConfig({}, {});
+    expect([c.redisReplicaAcks, c.redisWaitMs, c.redisCommandTimeoutMs]).toEqual([0, 1000, 2000]);
+    const set = resolveConfig(
+      {},
+      { TD_REDIS_REPLICA_ACKS: '2', TD_REDIS_WAIT_MS: '500', TD_REDIS_COMMAND_TIMEOUT_MS: '3000' },
+    );
+    expect([set.redisReplicaAcks, set.redisWaitMs, set.redisCommandTimeoutMs]).toEqual([2, 500, 3000]);
+  });
+
+  it('refuses bad values with a ConfigError naming the setting (exit 2)', () => {
+    const bad = (env: Record<string, string>) => () => resolveConfig({}, env);
+    expect(bad({ TD_REDIS_REPLICA_ACKS: '-1' })).toThrow(ConfigError);
+    expect(bad({ TD_REDIS_REPLICA_ACKS: 'one' })).toThrow(/TD_REDIS_REPLICA_ACKS must be an integer from 0 to 16/);
+    expect(bad({ TD_REDIS_REPLICA_ACKS: '17' })).toThrow(/TD_REDIS_REPLICA_ACKS/);
+    expect(bad({ TD_REDIS_WAIT_MS: '0' })).toThrow(/TD_REDIS_WAIT_MS must be a positive integer/);
+    expect(bad({ TD_REDIS_COMMAND_TIMEOUT_MS: '1.5' })).toThrow(/TD_REDIS_COMMAND_TIMEOUT_MS must be a positive/);
+    expect(bad({ TD_REDIS_COMMAND_TIMEOUT_MS: '50' })).toThrow(/at least 100 ms/);
+  });
+
+  it('refuses a WAIT that could not end before its own command deadline, when replicas are asked', () => {
+    const env = { TD_REDIS_REPLICA_ACKS: '1', TD_REDIS_WAIT_MS: '2000', TD_REDIS_COMMAND_TIMEOUT_MS: '2000' };
+    expect(() => resolveConfig({}, env)).toThrow(/TD_REDIS_WAIT_MS \(2000\) must be below TD_REDIS_COMMAND_TIMEOUT_MS/);
+    expect(resolveConfig({}, { ...env, TD_REDIS_REPLICA_ACKS: '0' }).redisWaitMs).toBe(2000);
   });
 });

@@ -1,4 +1,5 @@
 import { ConfigError } from './errors.js';
+import { budgetValueProblem, type ResultBudget } from './result-budget.js';
 
 /** Defaults and limits. Every limit is documented in the README and in `--help`. */
 export const MAX_CONCURRENT_TOOLS = 5;
@@ -24,10 +25,29 @@ export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
 /** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed call's outcome key stays (a redelivery after a worker died reads it). */
 export const DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 
+/**
+ * TD_JOB_CALLS: the most calls one BullMQ job carries (DESIGN.md "Fewer queue hops per call"): the
+ * concurrent calls of one run admitted in one tick share a job up to it; 1 is one job per call.
+ */
+export const DEFAULT_JOB_CALLS = MAX_CONCURRENT_TOOLS;
+/** Most TD_JOB_CALLS: a job carries calls of one run's batch, never more than the run's limit. */
+export const MAX_JOB_CALLS = MAX_CONCURRENT_TOOLS;
+
 /** TD_MAX_ROUNDS_IN_FLIGHT: rounds one coordinator runs at once; more wait their turn in arrival order. */
 export const DEFAULT_MAX_ROUNDS_IN_FLIGHT = 1000;
 /** TD_ROUND_QUEUE_MS: how long a round may wait for its turn; then 503 overloaded (nothing of it begun). */
 export const DEFAULT_ROUND_QUEUE_MS = 30_000;
+
+/** TD_REDIS_REPLICA_ACKS: replicas that must acknowledge each durability point (0: none asked, today's behaviour). */
+export const DEFAULT_REDIS_REPLICA_ACKS = 0;
+/** Most replicas TD_REDIS_REPLICA_ACKS may ask for. */
+export const MAX_REDIS_REPLICA_ACKS = 16;
+/** TD_REDIS_WAIT_MS: how long a durability point waits for those acknowledgements (Redis WAIT's timeout). */
+export const DEFAULT_REDIS_WAIT_MS = 1_000;
+/** TD_REDIS_COMMAND_TIMEOUT_MS: the deadline of every (non-blocking) Redis command. */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2_000;
+/** Shortest TD_REDIS_COMMAND_TIMEOUT_MS: below it a loaded Redis answering normally would be taken for a stalled one. */
+export const MIN_REDIS_COMMAND_TIMEOUT_MS = 100;
 
 /** Largest HTTP request body; more is 413. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -52,6 +72,8 @@ export interface DispatchConfig {
   prefix: string;
   workspaceRoot: string;
   apiToken: string | undefined;
+  /** TD_API_TOKENS (v1.2): path of the JSON file of tokens with a tenant and a role; never with apiToken. */
+  apiTokensFile: string | undefined;
   httpAllow: string[];
   searchUrl: string | undefined;
   confirmTimeoutMs: number;
@@ -85,9 +107,25 @@ export interface DispatchConfig {
    * JOB_NAME_FIELDS (default `{tools}`: the tools of the calls it carries, joined by `+`).
    */
   jobName: string;
+  /** TD_JOB_CALLS: the most calls one BullMQ job carries (1: one job per call; serial calls are always alone). */
+  jobCalls: number;
   /** TD_MAX_ROUNDS_IN_FLIGHT and TD_ROUND_QUEUE_MS: the coordinator's admission of rounds (see RoundAdmission). */
   maxRoundsInFlight: number;
   roundQueueMs: number;
+  /**
+   * TD_RESULT_BUDGET_CALL and TD_RESULT_BUDGET_ROUND: the result budget of sessions that set none
+   * (API.md v1.2; empty: no budget, outputs go as they are).
+   */
+  resultBudget: ResultBudget;
+  /**
+   * TD_REDIS_REPLICA_ACKS and TD_REDIS_WAIT_MS: replicas that must acknowledge (Redis WAIT) a
+   * round's begin, a side effect's start and a round's commit before anything acts on them, and
+   * how long to wait for them. 0 asks for none (no WAIT is sent).
+   */
+  redisReplicaAcks: number;
+  redisWaitMs: number;
+  /** TD_REDIS_COMMAND_TIMEOUT_MS: deadline of every Redis command (blocking reads and subscribers excepted). */
+  redisCommandTimeoutMs: number;
 }
 
 /** What a TD_JOB_NAME template may name: a job's tools, and the session, run and round of its first call, and its queue. */
@@ -116,10 +154,78 @@ function positiveInt(raw: string | undefined, fallback: number, name: string): n
   return n;
 }
 
+function budgetOf(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  const problem = budgetValueProblem(Number.isFinite(n) && raw.trim() !== '' ? n : raw, name);
+  if (problem) throw new ConfigError(problem);
+  return n;
+}
+
+function resultBudgetOf(env: NodeJS.ProcessEnv): ResultBudget {
+  const call = budgetOf(env.TD_RESULT_BUDGET_CALL, 'TD_RESULT_BUDGET_CALL');
+  const round = budgetOf(env.TD_RESULT_BUDGET_ROUND, 'TD_RESULT_BUDGET_ROUND');
+  return { ...(call !== undefined ? { call } : {}), ...(round !== undefined ? { round } : {}) };
+}
+
 function queueShardsOf(raw: string | undefined): number {
   const n = positiveInt(raw, 1, 'TD_QUEUE_SHARDS');
   if (n > MAX_QUEUE_SHARDS) throw new Error(`TD_QUEUE_SHARDS must be at most ${MAX_QUEUE_SHARDS}, got ${n}`);
   return n;
+}
+
+function jobCallsOf(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_JOB_CALLS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_JOB_CALLS)
+    throw new ConfigError(`TD_JOB_CALLS must be an integer from 1 to ${MAX_JOB_CALLS}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function nonNegativeInt(raw: string | undefined, fallback: number, name: string, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > max)
+    throw new ConfigError(`${name} must be an integer from 0 to ${max}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/**
+ * The three durability settings (API.md v1.2), checked together: a WAIT is one Redis command, so
+ * it must be able to end (TD_REDIS_WAIT_MS) before its own deadline (TD_REDIS_COMMAND_TIMEOUT_MS).
+ */
+export function redisDurabilityOf(
+  options: DispatchConfigOptions,
+  env: NodeJS.ProcessEnv,
+): Pick<DispatchConfig, 'redisReplicaAcks' | 'redisWaitMs' | 'redisCommandTimeoutMs'> {
+  const int = (raw: string | undefined, fallback: number, name: string) => {
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ConfigError(`${name} must be a positive integer (ms), got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  const redisReplicaAcks =
+    options.redisReplicaAcks ??
+    nonNegativeInt(
+      env.TD_REDIS_REPLICA_ACKS,
+      DEFAULT_REDIS_REPLICA_ACKS,
+      'TD_REDIS_REPLICA_ACKS',
+      MAX_REDIS_REPLICA_ACKS,
+    );
+  const redisWaitMs = options.redisWaitMs ?? int(env.TD_REDIS_WAIT_MS, DEFAULT_REDIS_WAIT_MS, 'TD_REDIS_WAIT_MS');
+  const redisCommandTimeoutMs =
+    options.redisCommandTimeoutMs ??
+    int(env.TD_REDIS_COMMAND_TIMEOUT_MS, DEFAULT_REDIS_COMMAND_TIMEOUT_MS, 'TD_REDIS_COMMAND_TIMEOUT_MS');
+  if (redisCommandTimeoutMs < MIN_REDIS_COMMAND_TIMEOUT_MS)
+    throw new ConfigError(
+      `TD_REDIS_COMMAND_TIMEOUT_MS must be at least ${MIN_REDIS_COMMAND_TIMEOUT_MS} ms, got ${redisCommandTimeoutMs}`,
+    );
+  if (redisReplicaAcks > 0 && redisWaitMs >= redisCommandTimeoutMs)
+    throw new ConfigError(
+      `TD_REDIS_WAIT_MS (${redisWaitMs}) must be below TD_REDIS_COMMAND_TIMEOUT_MS (${redisCommandTimeoutMs}): a WAIT is a Redis command and is cut at that deadline`,
+    );
+  return { redisReplicaAcks, redisWaitMs, redisCommandTimeoutMs };
 }
 
 /** Reads the environment (API.md's table) and applies defaults; options win over the environment. */
@@ -137,6 +243,12 @@ export function resolveConfig(
       : undefined);
   if (redisUrl && redisClusterNodes?.length)
     throw new ConfigError('set REDIS_URL or REDIS_CLUSTER_NODES, not both (one Redis, or the seed nodes of a cluster)');
+  const apiToken = options.apiToken ?? (env.TD_API_TOKEN || undefined);
+  const apiTokensFile = options.apiTokensFile ?? (env.TD_API_TOKENS || undefined);
+  if (apiToken && apiTokensFile)
+    throw new ConfigError(
+      'set TD_API_TOKEN or TD_API_TOKENS, not both (one shared token, or a file of tokens with tenants and roles)',
+    );
   const prefix = options.prefix ?? (env.TD_PREFIX || 'td');
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix))
     throw new Error(`TD_PREFIX must match [A-Za-z0-9_.-]{1,64}, got ${prefix}`);
@@ -146,7 +258,8 @@ export function resolveConfig(
     redisClusterNodes: redisClusterNodes?.length ? redisClusterNodes : undefined,
     prefix,
     workspaceRoot: options.workspaceRoot ?? (env.TD_WORKSPACE_ROOT || './.workspaces'),
-    apiToken: options.apiToken ?? (env.TD_API_TOKEN || undefined),
+    apiToken,
+    apiTokensFile,
     httpAllow:
       options.httpAllow ??
       (env.TD_HTTP_ALLOW ?? '')
@@ -172,6 +285,7 @@ export function resolveConfig(
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
     jobName: options.jobName ?? jobNameOf(env.TD_JOB_NAME),
+    jobCalls: options.jobCalls ?? jobCallsOf(env.TD_JOB_CALLS),
     maxRoundsInFlight:
       options.maxRoundsInFlight ??
       positiveInt(env.TD_MAX_ROUNDS_IN_FLIGHT, DEFAULT_MAX_ROUNDS_IN_FLIGHT, 'TD_MAX_ROUNDS_IN_FLIGHT'),
@@ -180,6 +294,7 @@ export function resolveConfig(
     finishedJobRetentionMs:
       options.finishedJobRetentionMs ??
       positiveInt(env.TD_FINISHED_JOB_RETENTION_MS, DEFAULT_FINISHED_JOB_RETENTION_MS, 'TD_FINISHED_JOB_RETENTION_MS'),
+    resultBudget: options.resultBudget ?? resultBudgetOf(env),
     outcomeAfterCommitTtlMs:
       options.outcomeAfterCommitTtlMs ??
       positiveInt(
@@ -187,5 +302,6 @@ export function resolveConfig(
         DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS,
         'TD_OUTCOME_AFTER_COMMIT_TTL_MS',
       ),
+    ...redisDurabilityOf(options, env),
   };
 }

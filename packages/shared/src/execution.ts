@@ -1,5 +1,6 @@
 import type { AnnouncedTool } from './mcp.js';
 import { type ErrorCode, FAILURES } from './result.js';
+import type { Artifact, JobBudget, ResultBudget } from './result-budget.js';
 
 /** Which queue a call runs on: concurrent tools, or the serial (concurrency-1) queue. */
 export type QueueClass = 'concurrent' | 'serial';
@@ -26,10 +27,23 @@ export interface ExecJob {
    * round over from a dead one; absent, it is the coordinator enqueuing the call.
    */
   origin?: string;
+  /**
+   * The session's result budget (API.md v1.2): where the output is produced, an output over
+   * `call` is written to an artifact and replaced; with `round`, a long output's artifact is
+   * written in case the round cuts it (when longer than `standbyOver`). Absent: the output goes as it is.
+   */
+  resultBudget?: JobBudget;
 }
 
 export type ExecOutcome =
-  | { status: 'ok'; output: unknown; durationMs: number; ranOn: string }
+  | {
+      status: 'ok';
+      output: unknown;
+      durationMs: number;
+      ranOn: string;
+      /** The artifact holding the whole output, written for a round budget (the output itself not replaced). */
+      artifact?: Artifact;
+    }
   | { status: 'error'; code: ErrorCode; message: string; details?: unknown; durationMs: number; ranOn?: string };
 
 /** Pass 2's seam: runs one call somewhere (in-process, or on a worker through BullMQ). */
@@ -67,9 +81,16 @@ export interface HandlerContext {
   run: string;
   round: string;
   callId: string;
+  /**
+   * The call's idempotency key (API.md "keys for side effects"): the same on every retry of its
+   * round, after a takeover and on a redelivery; hand it to whatever the call changes downstream.
+   */
+  idempotencyKey: string;
   /** The execution deadline in ms (handlers with their own `timeoutMs` argument use that). */
   timeoutMs: number;
   config: HandlerConfig;
+  /** The session's result budget: a handler may then produce more than its usual cut (an artifact takes it). */
+  resultBudget?: ResultBudget;
   /**
    * Asks a person for input while the call runs (an MCP server's elicitation): the question is
    * parked like a call (API.md "Parked calls"), and the call's deadline stands still until it is
@@ -101,7 +122,13 @@ export interface ExecuteOptions {
 export type Handler = (args: Record<string, unknown>, ctx: HandlerContext) => Promise<unknown>;
 
 /** The failure kinds a call can end with once it was handed to an executor (each `error` with its code). */
-export type ExecFailureKind = 'handler_threw' | 'deadline' | 'worker_died' | 'run_cancelled';
+export type ExecFailureKind =
+  | 'handler_threw'
+  | 'deadline'
+  | 'worker_died'
+  | 'run_cancelled'
+  | 'start_unacknowledged'
+  | 'no_workers';
 
 /** The failure kind behind each error code (the inverse of `FAILURES` for executors' kinds). */
 const KIND_OF_CODE = {
@@ -109,12 +136,19 @@ const KIND_OF_CODE = {
   timeout: 'deadline',
   worker_lost: 'worker_died',
   cancelled: 'run_cancelled',
+  unavailable: 'start_unacknowledged',
 } as const satisfies Record<ErrorCode, ExecFailureKind>;
 
 /** The failure kind an error code stands for (a `ToolError`'s code, say). */
 export function failureKindOf(code: ErrorCode): ExecFailureKind {
   return KIND_OF_CODE[code];
 }
+
+/**
+ * How long a worker gives a stopped handler (deadline, cancel) to wind down before it reports;
+ * the coordinator waits this much past a call's deadline before it looks for a lost worker.
+ */
+export const SETTLE_GRACE_MS = 2_000;
 
 /** An executor's failed outcome, its code from the one failure table (`FAILURES`). */
 export function failedOutcome(

@@ -20,8 +20,12 @@ export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
+  DEFAULT_JOB_CALLS,
   DEFAULT_JOB_NAME,
   DEFAULT_MAX_ROUNDS_IN_FLIGHT,
+  DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
+  DEFAULT_REDIS_REPLICA_ACKS,
+  DEFAULT_REDIS_WAIT_MS,
   DEFAULT_ROUND_QUEUE_MS,
   DEFAULT_SESSION_TTL_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
@@ -34,8 +38,10 @@ export {
   MAX_BODY_BYTES,
   MAX_CALLS_PER_ROUND,
   MAX_CONCURRENT_TOOLS,
+  MAX_JOB_CALLS,
   MAX_OUTPUT_BYTES,
   MAX_QUEUE_SHARDS,
+  MAX_REDIS_REPLICA_ACKS,
   MAX_STREAM_BYTES,
   RESULT_CACHE_TTL_MS,
   resolveConfig,
@@ -55,12 +61,41 @@ export type {
   InputRequester,
   QueueClass,
 } from './execution.js';
-export { failedOutcome, failureKindOf } from './execution.js';
+export { failedOutcome, failureKindOf, SETTLE_GRACE_MS } from './execution.js';
+export { idempotencyKeyOf } from './idempotency-key.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
 export type { AnnouncedTool, McpServerStatus } from './mcp.js';
 export { elicitationAnswerProblem, isMcpToolName, MCP_SERVER_NAME, mcpToolName } from './mcp.js';
-export type { CallResult, ErrorCode, FailureKind, ResultError, Status, StopStatus } from './result.js';
+export type {
+  AdmissionErrorCode,
+  Approval,
+  CallResult,
+  ErrorCode,
+  FailureKind,
+  ResultError,
+  Status,
+  StopStatus,
+} from './result.js';
 export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
+export type { Artifact, JobBudget, ResultBudget, TruncatedOutput } from './result-budget.js';
+export {
+  artifactPath,
+  artifactText,
+  budgetedLength,
+  budgetValueProblem,
+  effectiveBudget,
+  isTruncatedOutput,
+  lineCount,
+  MAX_ARTIFACT_BYTES,
+  MAX_RESULT_BUDGET,
+  MCP_PROVIDER_BUDGET,
+  MIN_RESULT_BUDGET,
+  previewOf,
+  RESULTS_DIR,
+  STANDBY_ARTIFACT_MIN_CHARS,
+  standbyThreshold,
+  truncatedOutput,
+} from './result-budget.js';
 export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';
 export type { Validation } from './validate.js';
 export { schemaProblem, validateAgainst } from './validate.js';

@@ -10,6 +10,8 @@ export interface RedisKeys {
   readonly prefix: string;
   /** Hash: the session's state (`state` JSON) plus `f:<tool>`/`a:<tool>` fields for fetched / auto-approved. */
   session(session: string): string;
+  /** (v1.2) Hash: the session's grants, grantId → grant JSON, in the session's slot. */
+  grants(session: string): string;
   /** List of every recorded result (JSON), oldest first. */
   history(session: string): string;
   /** List of one tool's recorded results (JSON), oldest first. */
@@ -63,6 +65,18 @@ export interface RedisKeys {
   answer(origin: string, callId: string, n: number): string;
   /** Pub/sub channel: `AnswerMessage` JSON to every worker (the answer key is the fallback). */
   answerChannel(): string;
+  /**
+   * The base of a named limit's keys in its scope's slot (`tag`: `s:<session>`, `t:<tenant>`):
+   * `:held` (ZSET ticket → lease end), `:wait` (ZSET ticket → arrival), `:wexp` (ZSET ticket →
+   * waiter lease end), `:seq` (arrival counter).
+   */
+  limit(tag: string, name: string): string;
+  /** Pub/sub channel: the base of a limit with a free place and waiters, to every coordinator. */
+  limitChannel(): string;
+  /** Sorted set: sessions with a confirmation or parked call asked, scored by the epoch ms its wait ends (the inbox's index). */
+  inboxSessions(): string;
+  /** Pub/sub channel: `InboxChange` JSON (asked, gone) to every coordinator's inbox. */
+  inboxChannel(): string;
 }
 
 /** Key names for one deployment prefix (TD_PREFIX). */
@@ -72,6 +86,7 @@ export function redisKeys(prefix: string): RedisKeys {
   return {
     prefix,
     session: (session) => `${s(session)}:session`,
+    grants: (session) => `${s(session)}:grants`,
     history: (session) => `${s(session)}:history`,
     toolHistory: (session, tool) => `${s(session)}:hist:${tool}`,
     dedupe: (session, run) => `${s(session)}:dedupe:${run}`,
@@ -95,6 +110,10 @@ export function redisKeys(prefix: string): RedisKeys {
     inputChannel: () => `${prefix}:input`,
     answer: (origin, callId, n) => `${c(origin)}:answer:${callId}:${n}`,
     answerChannel: () => `${prefix}:answer`,
+    limit: (tag, name) => `${prefix}:{${tag}}:limit:${name}`,
+    limitChannel: () => `${prefix}:limit`,
+    inboxSessions: () => `${prefix}:{inbox}:sessions`,
+    inboxChannel: () => `${prefix}:inbox`,
   };
 }
 

@@ -47,6 +47,8 @@ export interface AnnouncedTool {
    * read-only or idempotent (MCP's defaults are neither).
    */
   dedupe: boolean;
+  /** The server's own annotations of the tool (readOnlyHint, destructiveHint, ...), passed on to MCP clients of `/mcp`. */
+  annotations?: Record<string, unknown>;
 }
 
 /** An MCP server's state on one worker (WorkerAnnouncement.mcp, the td_mcp_servers_up metric). */

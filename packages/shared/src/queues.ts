@@ -1,8 +1,16 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { DEFAULT_FINISHED_JOB_RETENTION_MS, DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS } from './config.js';
-import type { ExecJob, ExecOutcome, InputReply, InputRequest, QueueClass } from './execution.js';
+import {
+  type ExecJob,
+  type ExecOutcome,
+  failedOutcome,
+  type InputReply,
+  type InputRequest,
+  type QueueClass,
+} from './execution.js';
 import type { AnnouncedTool, McpServerStatus } from './mcp.js';
+import { isRedisRefusal } from './redis-durability.js';
 import { ERROR_CODES, type ErrorCode } from './result.js';
 
 /**
@@ -127,9 +135,10 @@ export type QueuedJobData = Omit<QueuedJob, 'calls'> & { calls: Partial<ExecJob>
  */
 export const RUNNING_MARK = 'running ';
 
-/** Published on RedisKeys.cancelChannel: abort that job wherever it runs. */
+/** Published on RedisKeys.cancelChannel: abort that call wherever it runs. */
 export interface CancelMessage {
-  jobId: string;
+  /** The call's id (jobIdFor). */
+  callId: string;
   queue: QueueClass;
 }
 
@@ -294,4 +303,35 @@ export function tryParseJson(text: string | null | undefined): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The outcome of a call whose worker was lost (a crash, a kill, a job that vanished): unknown, so
+ * an error naming why and whether it was re-run (DESIGN.md: serial calls never are, concurrent
+ * ones at most once).
+ */
+export function workerLostOutcome(
+  call: Pick<ExecJob, 'name' | 'queue'>,
+  why: string,
+  durationMs: number,
+): Extract<ExecOutcome, { status: 'error' }> {
+  const rerun = call.queue === 'serial' ? 'it was not re-run' : 'it was retried at most once';
+  return failedOutcome('worker_died', `${call.name}: ${why}; the outcome is unknown and ${rerun}`, durationMs);
+}
+
+/**
+ * The verdict on a call of a BullMQ job that failed without its outcome, from the job's failed
+ * reason: stalled past its limit (STALLED_REASON) is a lost worker, anything else the worker's
+ * failure to finish. The worker (on BullMQ's `failed`) and the coordinator (its poll) say the same.
+ */
+export function failedJobVerdict(
+  call: Pick<ExecJob, 'name' | 'queue'>,
+  failedReason: string,
+  durationMs: number,
+): Extract<ExecOutcome, { status: 'error' }> {
+  if (failedReason === STALLED_REASON) return workerLostOutcome(call, 'its worker died', durationMs);
+  // Redis refused or timed out a start or report (a failover): the call may have run.
+  if (isRedisRefusal(new Error(failedReason)))
+    return workerLostOutcome(call, `the worker lost Redis while running it (${failedReason})`, durationMs);
+  return failedOutcome('handler_threw', `the worker could not finish the job: ${failedReason}`, durationMs);
 }

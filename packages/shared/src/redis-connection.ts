@@ -8,6 +8,13 @@ import { type ConnectionOptions, rootCertificates } from 'node:tls';
 export interface RedisConnectionOptions {
   /** TLS for a `rediss://` URL; absent for `redis://`. */
   tls?: ConnectionOptions;
+  /**
+   * TD_REDIS_COMMAND_TIMEOUT_MS: each command not answered within this fails ("Command timed
+   * out") instead of queueing behind a node that stopped answering; on a cluster the slot map is
+   * refreshed every second meanwhile. Absent: no deadline. Connections made by `duplicateClient`
+   * (blocking reads, subscribers) have none.
+   */
+  commandTimeoutMs?: number;
 }
 
 export interface RedisConnectionSettings {

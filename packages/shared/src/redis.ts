@@ -24,6 +24,7 @@ export {
   CANCEL_TTL_MS,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
+  failedJobVerdict,
   JOB_LOCK_MS,
   jobIdFor,
   MAX_STALLED,
@@ -44,9 +45,11 @@ export {
   tryParseJson,
   WORKER_HEARTBEAT_MS,
   WORKER_TTL_MS,
+  workerLostOutcome,
 } from './queues.js';
 export type { ConnectOptions, RedisClient, RedisTarget } from './redis-connect.js';
 export {
+  commandTimeoutOf,
   connectRedis,
   duplicateClient,
   parseClusterNodes,
@@ -54,4 +57,8 @@ export {
 } from './redis-connect.js';
 export type { RedisConnectionOptions, RedisConnectionSettings } from './redis-connection.js';
 export { redisConnectionOptions } from './redis-connection.js';
+export { isNotDurable, isRedisRefusal, NotDurableError, ReplicaAcks } from './redis-durability.js';
+export { REDIS_START_WAIT_MS, startWhenRedisAnswers } from './redis-start.js';
 export { coalesceWrites } from './redis-writes.js';
+export type { EncodedOutcome, ResultsMessage } from './results-stream.js';
+export { askFields, outcomeFields, parseResultsEntry, RESULTS_FIELD, RESULTS_STREAM_MAXLEN } from './results-stream.js';

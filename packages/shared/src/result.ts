@@ -12,16 +12,31 @@ export const STATUSES = [
 ] as const;
 export type Status = (typeof STATUSES)[number];
 
-export const ERROR_CODES = ['handler_error', 'timeout', 'worker_lost', 'cancelled'] as const;
+/** Codes of calls that ran or were handed to an executor (an executor's outcome carries one). */
+export const ERROR_CODES = ['handler_error', 'timeout', 'worker_lost', 'cancelled', 'unavailable'] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** A call the coordinator never started: over a TD_LIMITS limit past maxWaitMs or its deadline (API.md v1.2). */
+export type AdmissionErrorCode = 'rate_limited';
 
 /** Statuses that end a call in pass 1 without running it; their `error.code` equals the status. */
 export type StopStatus = 'refused' | 'unknown' | 'invalid' | 'denied';
 
 export interface ResultError {
-  code: ErrorCode | StopStatus;
+  code: ErrorCode | AdmissionErrorCode | StopStatus;
   message: string;
   details?: unknown;
+}
+
+/**
+ * Who let a call through the confirm gate, and when (API.md v1.2): a token's name, `auto`
+ * (the session's autoApprove), `mcp-client` (an MCP client's elicitation answer) or
+ * `grant:<grantId>`. Denials carry it under `error.details.approval`.
+ */
+export interface Approval {
+  by: string;
+  /** RFC 3339 time of the answer. */
+  at: string;
 }
 
 /** One call's result, as answered to the client and recorded in history. */
@@ -37,6 +52,10 @@ export interface CallResult {
   durationMs: number;
   /** Where the call ran (`embedded`, or a worker id); absent when it never ran. Beyond API.md. */
   ranOn?: string;
+  /** (v1.2) Present on every call that passed the confirm gate. */
+  approval?: Approval;
+  /** The key its side effects carry downstream (API.md "keys for side effects"); every executed call has one. */
+  idempotencyKey?: string;
 }
 
 /** Every way a call can end other than `ok`/`deduped`/`cached`/`schema`. */
@@ -52,7 +71,13 @@ export type FailureKind =
   | 'handler_threw'
   | 'deadline'
   | 'worker_died'
-  | 'run_cancelled';
+  | 'run_cancelled'
+  /** A side effect whose start the Redis replicas did not acknowledge (TD_REDIS_REPLICA_ACKS): it did not run. */
+  | 'start_unacknowledged'
+  /** A tool the catalog knew, with no live worker to run it within the round's patience (the registry lost, say). */
+  | 'no_workers'
+  /** Over a TD_LIMITS limit past maxWaitMs or its deadline: never started. */
+  | 'over_limit';
 
 /** The one mapping from a failure kind to the (status, code) pair the client sees. */
 export const FAILURES = {
@@ -68,6 +93,9 @@ export const FAILURES = {
   deadline: { status: 'error', code: 'timeout' },
   worker_died: { status: 'error', code: 'worker_lost' },
   run_cancelled: { status: 'error', code: 'cancelled' },
+  start_unacknowledged: { status: 'error', code: 'unavailable' },
+  no_workers: { status: 'error', code: 'unavailable' },
+  over_limit: { status: 'error', code: 'rate_limited' },
 } as const satisfies Record<FailureKind, { status: Status; code: ResultError['code'] }>;
 
 export function assertNever(value: never, what = 'value'): never {

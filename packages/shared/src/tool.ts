@@ -32,6 +32,8 @@ export interface ToolSpec {
   timeoutMs: number;
   /** An MCP tool's server (TD_MCP_CONFIG name). */
   server?: string;
+  /** An MCP tool's annotations as its server gave them (shown to MCP clients of `/mcp`). */
+  annotations?: Record<string, unknown>;
 }
 
 /** The neutral shape of a tool in a model's tools array. */

@@ -3,9 +3,9 @@ import path from 'node:path';
 import type { ExecJob, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
 import { MAX_OUTPUT_BYTES, ToolError } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { makeWorkspace } from '../testing/workspace.js';
 import { runJob } from './execute-job.js';
 import { createBuiltinRegistry, HandlerRegistry } from './registry.js';
-import { makeWorkspace } from './test-support.js';
 
 const config: HandlerConfig = { httpAllow: [], searchUrl: undefined };
 let ws: { dir: string; cleanup: () => Promise<void> };
@@ -291,5 +291,52 @@ describe('runJob', () => {
       code: 'handler_error',
       message: expect.stringMatching(/escapes the session workspace/),
     });
+  });
+});
+
+describe('runJob under a result budget (API.md v1.2)', () => {
+  const big = { rows: Array.from({ length: 400 }, (_, i) => ({ i, text: `row ${i} 🙂` })) };
+
+  it('writes an output over the call budget to .tool-results/ in the workspace and answers a preview', async () => {
+    const registry = registryWith('api_rows', async () => big);
+    const outcome = await run(registry, job('api_rows', { resultBudget: { call: 1500 } }));
+    expect(outcome.status).toBe('ok');
+    const out = (outcome as { output: { truncated: boolean; artifact: { path: string; bytes: number } } }).output;
+    expect(out.truncated).toBe(true);
+    expect(JSON.stringify(out).length).toBeLessThanOrEqual(1500);
+    const text = await readFile(path.join(ws.dir, out.artifact.path), 'utf8');
+    expect(JSON.parse(text)).toEqual(big);
+    expect(text).toContain('\n  "rows": [');
+    expect(out.artifact.bytes).toBe((await stat(path.join(ws.dir, out.artifact.path))).size);
+  });
+
+  it('under a round budget only, writes a long output’s artifact beside it and answers the output whole', async () => {
+    const registry = registryWith('api_rows', async () => big);
+    const outcome = await run(registry, job('api_rows', { resultBudget: { round: 100_000 } }));
+    expect(outcome).toMatchObject({
+      status: 'ok',
+      output: big,
+      artifact: { path: expect.stringMatching(/^\.tool-results\//) },
+    });
+    // No longer than the round could ever cut (standbyOver, from the round's size): no artifact.
+    const short = await run(
+      registry,
+      job('api_rows', { callIndex: 1, resultBudget: { round: 100_000, standbyOver: 50_000 } }),
+    );
+    expect(short).toEqual({ status: 'ok', output: big, durationMs: expect.any(Number), ranOn: 'test-worker' });
+  });
+
+  it('takes an output past MAX_OUTPUT_BYTES when its replacement fits, and answers as before without a budget', async () => {
+    const huge = 'y'.repeat(MAX_OUTPUT_BYTES + 100);
+    const registry = registryWith('api_huge', async () => ({ huge }));
+    const budgeted = await run(registry, job('api_huge', { resultBudget: { call: 2000 } }));
+    expect(budgeted).toMatchObject({ status: 'ok', output: { truncated: true } });
+    const plain = await run(registry, job('api_huge'));
+    expect(plain).toMatchObject({ status: 'error', code: 'handler_error' });
+    const small = await run(
+      registryWith('api_small', async () => ({ a: 1 })),
+      job('api_small', { resultBudget: { call: 2000, round: 5000 } }),
+    );
+    expect(small).toEqual({ status: 'ok', output: { a: 1 }, durationMs: expect.any(Number), ranOn: 'test-worker' });
   });
 });

@@ -12,8 +12,10 @@ import {
   DEFAULT_TOOL_TIMEOUT_MS,
   failedOutcome,
   failureKindOf,
+  idempotencyKeyOf,
   isToolError,
   MAX_OUTPUT_BYTES,
+  SETTLE_GRACE_MS,
 } from '@tool-dispatch/shared';
 import type { Attributes } from '@tool-dispatch/shared/tracing';
 import {
@@ -31,15 +33,11 @@ import {
   SpanKind,
   setSpanOutcome,
 } from '@tool-dispatch/shared/tracing';
-import { type DeadlineSignal, isDeadlineAbort, withDeadline } from './abort.js';
-import { errorMessage } from './node-error.js';
 import type { HandlerRegistry } from './registry.js';
+import { type DeadlineSignal, isDeadlineAbort, withDeadline } from './support/abort.js';
+import { errorMessage } from './support/node-error.js';
+import { applyResultBudget, type Budgeted } from './support/result-budget.js';
 
-/**
- * After the deadline or a cancel, how long a handler gets to wind down (a command's process
- * group gets SIGTERM, then SIGKILL after KILL_GRACE_MS) before it is reported as still running.
- */
-export const SETTLE_GRACE_MS = 2000;
 /** setTimeout's largest delay; a longer one would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -152,11 +150,7 @@ async function runUntraced(
   try {
     const settled = settle(handler, job.args, ctx);
     const first = await settledOrStopped(settled, stop);
-    if (first !== 'aborted' && first.ok) {
-      const output = serialiseOutput(first.value);
-      if ('problem' in output) return fail('handler_threw', output.problem);
-      return { status: 'ok', output: output.value, durationMs: Math.round(performance.now() - started), ranOn };
-    }
+    if (first !== 'aborted' && first.ok) return await okOutcome(job, first.value, fail, started, ranOn);
     if (first !== 'aborted' && !first.ok && !stop.aborted) return fromThrown(first.error, fail);
 
     // Stopped: give the handler a moment to wind down, then classify by which signal fired.
@@ -216,8 +210,10 @@ function contextFor(job: ExecJob, stop: DeadlineSignal, timeoutMs: number, confi
     run: job.run,
     round: job.round,
     callId: job.callId,
+    idempotencyKey: idempotencyKeyOf(job),
     timeoutMs,
     config,
+    ...(job.resultBudget ? { resultBudget: job.resultBudget } : {}),
   };
 }
 
@@ -248,11 +244,38 @@ function fromThrown(error: unknown, fail: Fail): ExecOutcome {
   return fail('handler_threw', message || (error instanceof Error ? error.name : 'the handler failed'));
 }
 
+/** A handler's value as an ok outcome: serialised, held to the session's result budget, then to MAX_OUTPUT_BYTES. */
+async function okOutcome(
+  job: ExecJob,
+  value: unknown,
+  fail: Fail,
+  started: number,
+  ranOn: string,
+): Promise<ExecOutcome> {
+  const output = serialiseOutput(value, job.resultBudget ? Number.POSITIVE_INFINITY : MAX_OUTPUT_BYTES);
+  if ('problem' in output) return fail('handler_threw', output.problem);
+  let budgeted: Budgeted = { output: output.value };
+  if (job.resultBudget) {
+    try {
+      budgeted = await applyResultBudget(job, output.value);
+    } catch (e) {
+      return fail('handler_threw', `cannot write the output's artifact to the workspace: ${errorMessage(e)}`);
+    }
+    const capped = serialiseOutput(budgeted.output, MAX_OUTPUT_BYTES);
+    if ('problem' in capped) return fail('handler_threw', capped.problem);
+  }
+  const durationMs = Math.round(performance.now() - started);
+  return budgeted.artifact
+    ? { status: 'ok', output: budgeted.output, durationMs, ranOn, artifact: budgeted.artifact }
+    : { status: 'ok', output: budgeted.output, durationMs, ranOn };
+}
+
 /**
  * The output as it will cross the wire: JSON round-tripped, so embedded and distributed
- * modes return the same value, and refused past MAX_OUTPUT_BYTES.
+ * modes return the same value, and refused past `maxBytes` (MAX_OUTPUT_BYTES; under a result
+ * budget that cap holds for what replaces the output instead).
  */
-function serialiseOutput(value: unknown): { value: unknown } | { problem: string } {
+function serialiseOutput(value: unknown, maxBytes: number): { value: unknown } | { problem: string } {
   let json: string | undefined;
   try {
     json = JSON.stringify(value ?? null);
@@ -260,9 +283,7 @@ function serialiseOutput(value: unknown): { value: unknown } | { problem: string
     return { problem: `the tool's output is not JSON: ${errorMessage(e)}` };
   }
   if (json === undefined) return { problem: 'the tool returned no JSON output' };
-  const bytes = Buffer.byteLength(json);
-  if (bytes > MAX_OUTPUT_BYTES) {
-    return { problem: `the tool's output is ${bytes} bytes, over the limit of ${MAX_OUTPUT_BYTES} bytes` };
-  }
+  const bytes = Number.isFinite(maxBytes) ? Buffer.byteLength(json) : 0;
+  if (bytes > maxBytes) return { problem: `the tool's output is ${bytes} bytes, over the limit of ${maxBytes} bytes` };
   return { value: JSON.parse(json) };
 }

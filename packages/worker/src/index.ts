@@ -1,9 +1,9 @@
 // The worker package's only door: named exports, types with `export type`.
 
-export type { RunningWorker, StartWorkerOptions } from './consume.js';
-export { startWorker } from './consume.js';
+export type { RunningWorker, StartWorkerOptions } from './app/options.js';
+export { startWorker } from './app/start-worker.js';
 export type { RunJobOptions } from './execute-job.js';
-export { runJob, SETTLE_GRACE_MS } from './execute-job.js';
+export { runJob } from './execute-job.js';
 export { calculate } from './handlers/calculate.js';
 export type { DownloadFileHandler, DownloadFileOptions, DownloadFileOutput } from './handlers/download-file.js';
 export { createDownloadFile, downloadFile, MAX_DOWNLOAD_BYTES } from './handlers/download-file.js';
@@ -31,8 +31,8 @@ export { DEFAULT_BACKOFF } from './mcp/link.js';
 export { registerMcpMetrics } from './mcp/metrics.js';
 export type { MetricsServer, MetricsServerOptions } from './metrics.js';
 export { startMetricsServer, WorkerMetrics } from './metrics.js';
-export type { CheckedTarget, CheckUrlOptions, ResolveHost } from './net-guard.js';
-export { checkUrl, isHostAllowed, isPrivateAddress } from './net-guard.js';
+export type { CheckedTarget, CheckUrlOptions, ResolveHost } from './net/net-guard.js';
+export { checkUrl, isHostAllowed, isPrivateAddress } from './net/net-guard.js';
 export type { HandlerSource } from './registry.js';
 export { createBuiltinRegistry, HandlerRegistry } from './registry.js';
-export { normalizeWorkspacePath, resolveInWorkspace } from './workspace.js';
+export { normalizeWorkspacePath, resolveInWorkspace } from './support/workspace.js';

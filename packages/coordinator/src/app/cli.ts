@@ -5,27 +5,39 @@ import {
   ConfigError,
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
+  DEFAULT_JOB_CALLS,
   DEFAULT_MAX_ROUNDS_IN_FLIGHT,
+  DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
+  DEFAULT_REDIS_REPLICA_ACKS,
+  DEFAULT_REDIS_WAIT_MS,
   DEFAULT_ROUND_QUEUE_MS,
   type DispatchConfig,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
   MAX_BODY_BYTES,
   MAX_CALLS_PER_ROUND,
+  MAX_JOB_CALLS,
   MAX_OUTPUT_BYTES,
   MAX_QUEUE_SHARDS,
+  MAX_REDIS_REPLICA_ACKS,
+  MAX_RESULT_BUDGET,
   MAX_STREAM_BYTES,
+  MCP_PROVIDER_BUDGET,
+  MIN_RESULT_BUDGET,
   resolveConfig,
 } from '@tool-dispatch/shared';
 import { initTracing } from '@tool-dispatch/shared/tracing';
+import { WorkerMetrics } from '@tool-dispatch/worker';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { LISTEN_BACKLOG } from '../http/limits.js';
 import { runDemo } from './demo.js';
 import { distributedCoordinator, runWorkerProcess } from './distributed.js';
 import { createEngine } from './embedded.js';
+import { namedLimitsFrom } from './limits-config.js';
 import { mcpServersFrom, startMcpHub } from './mcp.js';
+import { runMcpStdio } from './mcp-stdio.js';
 import { CoordinatorMetrics } from './metrics.js';
-import { observabilityHooks } from './observe.js';
+import { mcpHooks, observabilityHooks } from './observe.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
 
 const ENVIRONMENT = `
@@ -37,6 +49,8 @@ Environment (docs/api.md):
   TD_PREFIX              namespace of every queue and Redis key (default td); same as --prefix
   TD_WORKSPACE_ROOT      directory of session workspaces (default ./.workspaces)
   TD_API_TOKEN           when set, /v1/* and /admin/* need Authorization: Bearer <token>
+  TD_API_TOKENS          JSON file {"tokens": [{name, sha256, tenant, role}]}: tokens with a tenant and a
+                         role (backend, approver, operator), instead of TD_API_TOKEN; re-read on SIGHUP
   TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
   TD_SEARCH_URL          SearxNG endpoint for search_web
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
@@ -49,17 +63,36 @@ Environment (docs/api.md):
                          default 1); the same for every coordinator and worker of a prefix
   TD_JOB_NAME            BullMQ job names on the dashboard: a template of {tools}, {session}, {run},
                          {round}, {queue} (default {tools})
+  TD_JOB_CALLS           most calls one queue job carries: the concurrent calls admitted together share
+                         a job (1-${MAX_JOB_CALLS}, default ${DEFAULT_JOB_CALLS}; 1 = one job per call)
   TD_MAX_ROUNDS_IN_FLIGHT  rounds one coordinator runs at once; more wait their turn in arrival order
                          (default ${DEFAULT_MAX_ROUNDS_IN_FLIGHT})
   TD_ROUND_QUEUE_MS      how long a round may wait for its turn before 503 overloaded, nothing of it
                          begun (default ${DEFAULT_ROUND_QUEUE_MS})
   TD_MCP_CONFIG          JSON file of MCP servers ({"mcpServers": {...}}) every worker (and dev)
                          connects to; their tools are mcp__<server>__<tool> (a bad file: exit 2)
+  TD_LIMITS              JSON file of limits held across the deployment: {"tools"?: {"<name or glob>": L},
+                         "servers"?: {"<MCP server>": L}, "tenants"?: {"<tenant>" | "*": L}, "maxWaitMs"?}
+                         with L {"concurrency"?: n, "rate"?: "<n>/s|m|h"}; a call over a limit waits its
+                         turn up to maxWaitMs (default 30000) or its deadline, then ends rate_limited
+                         (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)
   TD_REDIS_TLS_CA        PEM file of the CA Redis's certificate is signed by (rediss:// URLs only)
+  TD_REDIS_REPLICA_ACKS  replicas that must acknowledge (WAIT) a round's begin, a serial call's start
+                         and a round's commit, 0..${MAX_REDIS_REPLICA_ACKS} (default ${DEFAULT_REDIS_REPLICA_ACKS}: no WAIT);
+                         not acknowledged: 503 unavailable, or the call ends error/unavailable unrun
+  TD_REDIS_WAIT_MS       how long each WAIT waits (default ${DEFAULT_REDIS_WAIT_MS}; below the command deadline)
+  TD_REDIS_COMMAND_TIMEOUT_MS  deadline of every Redis command; the cluster slot map is refreshed
+                         meanwhile (default ${DEFAULT_REDIS_COMMAND_TIMEOUT_MS}, at least 100)
   TD_FINISHED_JOB_RETENTION_MS  how long completed queue jobs stay in Redis (default 1 hour)
   TD_OUTCOME_AFTER_COMMIT_TTL_MS  how long a committed call's outcome key stays (default 10 minutes);
                          keep both well above 10 s (a job redelivered after its worker died reads them)
+  TD_RESULT_BUDGET_CALL  result budget of a session that sets none: characters of one call's output
+                         a model gets; past it the output is written to .tool-results/ in the workspace
+                         and a preview goes instead (${MIN_RESULT_BUDGET}-${MAX_RESULT_BUDGET}; unset = none;
+                         sessions of provider mcp: ${MCP_PROVIDER_BUDGET.call})
+  TD_RESULT_BUDGET_ROUND  the same for a round's outputs together, the largest cut first (unset = none;
+                         provider mcp: ${MCP_PROVIDER_BUDGET.round})
   OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...  trace export (OTLP/HTTP)
 
 Limits:
@@ -92,9 +125,12 @@ function configFrom(opts: { prefix?: string }): DispatchConfig {
 
 const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT) : fallback);
 
+// long: composition only, the embedded and the distributed start side by side, each a list of parts
 async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
+  const signals = exitOnSignals(log);
   const config = configFrom(opts);
   const mcpServers = mcpServersFrom(process.env, log);
+  const namedLimits = namedLimitsFrom(process.env);
   const listenPort = opts.port ?? envPort(8080);
   const tracing = initTracing('tool-dispatch-coordinator');
   const metrics = new CoordinatorMetrics();
@@ -102,21 +138,34 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   if (config.mode === 'embedded') {
     const mcp = startMcpHub(mcpServers, log, packageVersion());
     if (mcp) metrics.watchMcp(mcp);
+    // Handlers run in this process: it is its own one worker, and counts its executions as one.
+    const workerMetrics = new WorkerMetrics({ defaultMetrics: false });
+    metrics.setWorkersAlive(1);
     const running = await startCoordinator({
       config,
       port: listenPort,
       host: opts.host,
       log,
-      makeEngine: (c) => createEngine({ config: c, hooks, log, ...(mcp ? { mcp } : {}) }),
-      metricsText: async () => metrics.metrics(),
+      makeEngine: (c) =>
+        createEngine({
+          config: c,
+          hooks,
+          log,
+          workerMetrics,
+          ...(mcp ? { mcp } : {}),
+          ...(namedLimits ? { namedLimits } : {}),
+        }),
+      metricsText: async () => `${await metrics.metrics()}${await workerMetrics.metrics()}`,
       tracing,
+      version: packageVersion(),
+      mcpHooks: mcpHooks(tracing, metrics),
       onClosed: async () => {
         await mcp?.close();
         await tracing.shutdown();
       },
     });
     log(`embedded mode: handlers run in this process; workspaces under ${config.workspaceRoot}`);
-    exitOnSignals(running.stop, log);
+    signals.ready(running.stop);
     return;
   }
   const workers = withWorkers ? (opts.workers ?? 2) : 0;
@@ -133,12 +182,16 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
     tracing,
     metrics,
     hooks,
+    version: packageVersion(),
+    mcpHooks: mcpHooks(tracing, metrics),
+    ...(namedLimits ? { namedLimits } : {}),
   });
-  exitOnSignals(running.stop, log);
+  signals.ready(running.stop);
 }
 
 /** `tool-dispatch worker`. */
 async function worker(opts: { port?: number; prefix?: string; concurrency?: number }) {
+  const signals = exitOnSignals(log);
   const config = resolveConfig({
     ...(opts.prefix ? { prefix: opts.prefix } : {}),
     ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
@@ -150,7 +203,24 @@ async function worker(opts: { port?: number; prefix?: string; concurrency?: numb
     log,
     mcp: startMcpHub(mcpServers, log, packageVersion()),
   });
-  exitOnSignals(running.stop, log);
+  signals.ready(running.stop);
+}
+
+/** `tool-dispatch mcp`: the MCP server over stdio; every operator line on stderr (stdout is the protocol's). */
+async function mcpStdio(opts: { prefix?: string; session?: string }) {
+  const toStderr = (line: string) => process.stderr.write(`${line}\n`);
+  const config = configFrom(opts);
+  const mcpServers = mcpServersFrom(process.env, toStderr);
+  // Distributed: the deployment's workers connect to the servers; embedded: this process does.
+  const mcp = config.mode === 'embedded' ? startMcpHub(mcpServers, toStderr, packageVersion()) : undefined;
+  await runMcpStdio({
+    config,
+    version: packageVersion(),
+    log: toStderr,
+    ...(opts.session ? { session: opts.session } : {}),
+    ...(mcp ? { mcp } : {}),
+  });
+  process.exit(0);
 }
 
 /** This package's version, from the nearest package.json above this file (src under tsx, dist when bundled). */
@@ -167,6 +237,20 @@ function packageVersion(): string {
     }
     if (path.dirname(dir) === dir) return 'unknown';
   }
+}
+
+function addMcpCommand(program: Command): void {
+  program
+    .command('mcp')
+    .description(
+      'Serve MCP over stdio for clients that launch a local process (embedded; a coordinator of the deployment when REDIS_URL or REDIS_CLUSTER_NODES is set).',
+    )
+    .addOption(
+      new Option('--session <id>', 'act in this existing session (default: a new session mcp-<id> of provider mcp)'),
+    )
+    .addOption(new Option('--prefix <prefix>', 'namespace of queues and Redis keys (env TD_PREFIX, default td)'))
+    .addHelpText('after', ENVIRONMENT)
+    .action(mcpStdio);
 }
 
 export function buildCli(): Command {
@@ -212,6 +296,7 @@ export function buildCli(): Command {
     .addHelpText('after', ENVIRONMENT)
     .action((opts) => serve(opts, true));
 
+  addMcpCommand(program);
   program
     .command('demo')
     .description('A scripted coding-agent session against `dev` (embedded), printed as readable tables.')

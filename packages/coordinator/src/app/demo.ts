@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { type InputHandler, TdClient } from '@tool-dispatch/client';
 import { type CallResult, resolveConfig } from '@tool-dispatch/shared';
 import { McpHub } from '@tool-dispatch/worker';
@@ -179,6 +180,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     };
     await playRounds(play, docs.url);
     if (mcp) await playMcpRound(play);
+    await playMcpClientRound(coordinator.url, log);
     await person.stop();
     const history = await client.history(session);
     const byStatus = new Map<string, number>();
@@ -310,4 +312,68 @@ async function playMcpRound(play: Play): Promise<void> {
     rt('c25', 'mcp__notes__read_text_file', { path: 'src/util.ts' }),
     rt('c26', 'mcp__notes__read_text_file', { path: 42 }),
   ]);
+}
+
+/** One `tools/call` of round 11 and what the MCP client got back. */
+interface McpClientCall {
+  label: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+const MCP_CLIENT_CALLS: McpClientCall[] = [
+  { label: 'm1', name: 'calculate', args: { expression: '6*7' } },
+  { label: 'm2', name: 'calculate', args: { expression: '6*7' } },
+  { label: 'm3', name: 'run_command', args: { command: 'echo approved through the MCP client' } },
+  { label: 'm4', name: 'read_files', args: { paths: 42 } },
+];
+
+/**
+ * Round 11: an MCP client (the official SDK's) on the coordinator's `/mcp`: tools/list, then
+ * tools/call through the three passes in one run; the command's approval is asked of the client
+ * (elicitation/create), which approves it.
+ */
+async function playMcpClientRound(baseUrl: string, log: (line: string) => void): Promise<void> {
+  const client = new McpClient({ name: 'demo-mcp-client', version: '1' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler('elicitation/create', async (request) => {
+    const message = String((request.params as { message?: unknown }).message ?? '').replace(/\s+/g, ' ');
+    log(`  > elicitation/create from /mcp: ${JSON.stringify(message.slice(0, 90))}; the MCP client approves`);
+    return { action: 'accept' as const, content: { approve: true } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)));
+  try {
+    const { tools } = await client.listTools();
+    const hint = (name: string) => {
+      const a = tools.find((t) => t.name === name)?.annotations;
+      return a?.readOnlyHint ? 'read-only' : a?.destructiveHint ? 'destructive' : 'plain';
+    };
+    log(
+      `\nRound 11 · an MCP client (the official SDK) on ${baseUrl}/mcp: MCP session ${client.transport?.sessionId ?? '?'}`,
+    );
+    log(
+      `  tools/list: ${tools.length} tools, each with its full schema (calculate ${hint('calculate')}, run_command ${hint('run_command')}; no run_tool: ${!tools.some((t) => t.name === 'run_tool')})`,
+    );
+    const table = new Table({
+      head: ['call', 'tools/call', 'status', 'ms', 'isError', 'content'],
+      style: { head: [], border: [] },
+    });
+    for (const c of MCP_CLIENT_CALLS) {
+      const r = await client.callTool({ name: c.name, arguments: c.args, _meta: { 'tool-dispatch/run': 'mcp-run-1' } });
+      const meta = (r._meta?.['tool-dispatch/result'] ?? {}) as { status?: string; durationMs?: number };
+      const content = Array.isArray(r.content) ? r.content : [];
+      const text = content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join(' ');
+      const shown = text.replace(/\s+/g, ' ');
+      table.push([
+        c.label,
+        `${c.name} ${JSON.stringify(c.args)}`,
+        meta.status ?? '?',
+        String(meta.durationMs ?? '-'),
+        String(r.isError === true),
+        shown.length > 60 ? `${shown.slice(0, 57)}...` : shown,
+      ]);
+    }
+    log(table.toString());
+  } finally {
+    await client.close();
+  }
 }

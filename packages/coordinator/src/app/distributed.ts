@@ -1,3 +1,4 @@
+// long-file: the distributed composition: every Redis seam, the queue executor, the dashboard and the in-process workers wired in one place; split, the wiring of one process would be read across files.
 import {
   ConfigError,
   type DispatchConfig,
@@ -12,9 +13,11 @@ import {
   type RedisClient,
   type RedisConnectionOptions,
   type RedisTarget,
+  ReplicaAcks,
   redisConnectionOptions,
   redisKeys,
   redisTargetOf,
+  startWhenRedisAnswers,
 } from '@tool-dispatch/shared/redis';
 import { initTracing, type Tracing } from '@tool-dispatch/shared/tracing';
 import {
@@ -30,10 +33,17 @@ import { Engine, type EngineHooks } from '../engine.js';
 import { RedisEventBus } from '../events/redis.js';
 import { QueueExecutor } from '../executors/queue/queue-executor.js';
 import { mountQueueDashboard } from '../http/dashboard.js';
+import type { McpHooks } from '../http/mcp/mcp-service.js';
+import type { McpSessions } from '../http/mcp/mcp-sessions.js';
+import { RedisInboxFeed } from '../inbox/redis.js';
 import { RedisInputHub } from '../inputs/redis.js';
 import { RedisLedger } from '../ledger/redis.js';
 import { RedisRunCancels } from '../ledger/redis-run-cancels.js';
+import { RedisLimits } from '../limits/redis.js';
+import type { RoundRef } from '../model.js';
+import type { NamedLimits } from '../rules/named-limits.js';
 import { RedisStore } from '../store/redis.js';
+import { RedisMcpSessions } from './mcp-sessions.js';
 import type { CoordinatorMetrics } from './metrics.js';
 import { type RunningCoordinator, startCoordinator } from './serve.js';
 
@@ -47,6 +57,7 @@ const queueOptionsOf = (config: DispatchConfig) => ({
   prefix: config.prefix,
   finishedJobRetentionMs: config.finishedJobRetentionMs,
   outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
+  resendLostJobs: config.redisReplicaAcks > 0,
 });
 
 /** Logs an infrastructure error once per distinct message in a row (reconnect loops repeat them). */
@@ -91,13 +102,13 @@ function redisTarget(config: DispatchConfig): { target: RedisTarget; connection:
   // TLS for a rediss:// URL, or a cluster whose seeds are rediss:// URLs (TD_REDIS_TLS_CA for either).
   const tlsOf =
     'url' in target ? target.url : target.clusterNodes.some((n) => /^rediss:\/\//i.test(n)) ? 'rediss://' : 'redis://';
-  return { target, connection: redisConnectionOptions(tlsOf, { tlsCaFile: config.redisTlsCaFile }) };
+  const connection = redisConnectionOptions(tlsOf, { tlsCaFile: config.redisTlsCaFile });
+  // Every connection made from these (the store's, the queues', BullMQ's, the workers') has the
+  // command deadline; duplicates for blocking reads and subscribers drop it (duplicateClient).
+  return { target, connection: { ...connection, commandTimeoutMs: config.redisCommandTimeoutMs } };
 }
 
-/**
- * The BullMQ executor, ready, after this coordinator compared its TD_QUEUE_SHARDS with the
- * deployment's record and recorded its own (a mismatch is logged; so is each worker announcing another).
- */
+/** The BullMQ executor, ready, its TD_QUEUE_SHARDS compared with the deployment's record and recorded (a mismatch logged). */
 async function startQueueExecutor(
   config: DispatchConfig,
   redis: RedisClient,
@@ -110,17 +121,43 @@ async function startQueueExecutor(
     connection,
     queueShards: config.queueShards,
     jobName: config.jobName,
+    jobCalls: config.jobCalls,
     onShardMismatch: log,
     onError: onceInARow(log, 'queue'),
   });
-  await executor.waitUntilReady();
-  const mismatch = await checkDeployment(redis, redisKeys(config.prefix), {
-    queueShards: config.queueShards,
-    id: executor.coordinatorId,
-    writer: true,
+  try {
+    await executor.waitUntilReady();
+    const mismatch = await checkDeployment(redis, redisKeys(config.prefix), {
+      queueShards: config.queueShards,
+      id: executor.coordinatorId,
+      writer: true,
+    });
+    if (mismatch) log(mismatch);
+    return executor;
+  } catch (e) {
+    await executor.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** The operator's line for a round resumed here or taken over from another coordinator. */
+function recoveredLine(ref: RoundRef, from: { coordinator: string; decided: boolean }, me: string): string {
+  const own = from.coordinator === me;
+  return `${own ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${own ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its pass-1 decisions kept (confirmations answered, or calls parked)' : ''}`;
+}
+
+/** The engine's Redis connection: writes coalesced, each new error logged once. */
+async function connectEngineRedis(config: DispatchConfig, log: (line: string) => void): Promise<RedisClient> {
+  const { target, connection } = redisTarget(config);
+  const redis = connectRedis(target, { ...connection, maxRetriesPerRequest: 3, lazyConnect: false });
+  await refuseClusterNodeAsOne(redis, target).catch((e: unknown) => {
+    redis.disconnect();
+    throw e;
   });
-  if (mismatch) log(mismatch);
-  return executor;
+  // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
+  coalesceWrites(redis);
+  redis.on('error', onceInARow(log, 'redis'));
+  return redis;
 }
 
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
@@ -131,23 +168,19 @@ export async function createDistributedEngine(
     log?: (line: string) => void;
     /** User tools' definitions; their handlers are registered on the workers. */
     tools?: readonly ToolDefinition[];
+    /** TD_LIMITS (held in Redis, across every coordinator). */
+    namedLimits?: NamedLimits;
   } = {},
-): Promise<{ engine: Engine; executor: QueueExecutor; release(): Promise<void> }> {
-  const { target, connection } = redisTarget(config);
+): Promise<{ engine: Engine; executor: QueueExecutor; mcpSessions: McpSessions; release(): Promise<void> }> {
   const log = options.log ?? (() => {});
-  const redis = connectRedis(target, { ...connection, maxRetriesPerRequest: 3, lazyConnect: false });
-  await refuseClusterNodeAsOne(redis, target);
-  // The store's, events' and leases' commands of one burst of rounds go out in one socket write.
-  coalesceWrites(redis);
-  let lastError = '';
-  redis.on('error', (e: Error) => {
-    if (e.message !== lastError) log(`redis: ${e.message}`);
-    lastError = e.message;
-  });
+  const redis = await connectEngineRedis(config, log);
   const prefix = config.prefix;
-  // A session's events go no later than the session itself (TD_SESSION_TTL_MS).
-  const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs);
-  const executor = await startQueueExecutor(config, redis, log);
+  const replayMs = Math.min(EVENT_REPLAY_MS, config.sessionTtlMs); // a session's events: no longer than the session
+  const executor = await startQueueExecutor(config, redis, log).catch((e: unknown) => {
+    // A start Redis refused leaves no connection open (it is tried again: startWhenRedisAnswers).
+    redis.disconnect();
+    throw e;
+  });
   const engine = new Engine({
     config,
     executor,
@@ -157,27 +190,29 @@ export async function createDistributedEngine(
       sessionTtlMs: config.sessionTtlMs,
       events: { replayMs },
       queueNames: executor.allQueues().map((q) => q.name),
+      durability: new ReplicaAcks(redis, config.redisReplicaAcks, config.redisWaitMs),
     }),
     events: new RedisEventBus({ redis, prefix, replayMs }),
     confirmations: new RedisConfirmHub({ redis, prefix }),
     inputs: new RedisInputHub({ redis, prefix }),
+    inboxFeed: new RedisInboxFeed({ redis, prefix }),
+    limits: new RedisLimits({ redis, prefix, owner: executor.coordinatorId, onError: onceInARow(log, 'limits') }),
     workersAlive: () => executor.workersAlive(),
     ledger: new RedisLedger(redis, prefix),
     runCancels: new RedisRunCancels(redis, prefix, executor.coordinatorId),
     coordinatorId: executor.coordinatorId,
     onError: (e) => log(`recovery: ${e.message}`),
     log,
-    onRecover: (ref, from) =>
-      log(
-        `${from.coordinator === executor.coordinatorId ? 'resuming round' : 'taking over round'} ${ref.round} (session ${ref.session}, run ${ref.run})${from.coordinator === executor.coordinatorId ? ', which failed part way' : ` from coordinator ${from.coordinator}`}${from.decided ? ', with its pass-1 decisions kept (confirmations answered, or calls parked)' : ''}`,
-      ),
+    onRecover: (ref, from) => log(recoveredLine(ref, from, executor.coordinatorId)),
     ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.namedLimits ? { namedLimits: options.namedLimits } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   await engine.startRecovery();
   return {
     engine,
     executor,
+    mcpSessions: new RedisMcpSessions(redis, prefix),
     release: async () => {
       if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
       else redis.disconnect();
@@ -203,6 +238,7 @@ function watchQueues(metrics: CoordinatorMetrics, executor: QueueExecutor): void
 }
 
 /** `coordinator` (workers = 0) or `dev` with REDIS_URL (workers in this process). */
+// long: composition only; its options type is written inline and takes a third of it
 export async function distributedCoordinator(options: {
   config: DispatchConfig;
   port: number;
@@ -214,24 +250,39 @@ export async function distributedCoordinator(options: {
   hooks: EngineHooks;
   /** The MCP servers the in-process workers share (TD_MCP_CONFIG). */
   mcp?: McpHub;
+  mcpHooks?: McpHooks;
+  version?: string;
+  namedLimits?: NamedLimits;
 }): Promise<RunningCoordinator> {
   const { config, log, metrics } = options;
   const workers: RunningWorker[] = [];
+  // dev's in-process workers count their executions where the coordinator's /metrics shows them.
+  const workerMetrics = options.workers > 0 ? new WorkerMetrics({ defaultMetrics: false }) : undefined;
   let release: (() => Promise<void>) | undefined;
   let executor: QueueExecutor | undefined;
+  let mcpSessions: McpSessions | undefined;
   const running = await startCoordinator({
     config,
     port: options.port,
     host: options.host,
     log,
     makeEngine: async () => {
-      const built = await createDistributedEngine(config, { hooks: options.hooks, log });
+      const limits = options.namedLimits ? { namedLimits: options.namedLimits } : {};
+      // A Redis still coming up beside the coordinator, or too loaded to answer in time, is waited for.
+      const built = await startWhenRedisAnswers(
+        () => createDistributedEngine(config, { hooks: options.hooks, log, ...limits }),
+        { what: 'coordinator', log },
+      );
       release = built.release;
       executor = built.executor;
+      mcpSessions = built.mcpSessions;
       watchQueues(metrics, built.executor);
       return built.engine;
     },
-    metricsText: async () => metrics.metrics(),
+    mcpSessions: () => mcpSessions as McpSessions,
+    ...(options.mcpHooks ? { mcpHooks: options.mcpHooks } : {}),
+    ...(options.version ? { version: options.version } : {}),
+    metricsText: async () => `${await metrics.metrics()}${(await workerMetrics?.metrics()) ?? ''}`,
     extraRoutes: (app) =>
       mountQueueDashboard(app, {
         queues: () => executor?.queues ?? {},
@@ -246,7 +297,9 @@ export async function distributedCoordinator(options: {
       await options.tracing.shutdown();
     },
   });
-  workers.push(...(await startInProcessWorkers(config, options.workers, options.mcp, log)));
+  workers.push(
+    ...(await startInProcessWorkers(config, options.workers, { mcp: options.mcp, metrics: workerMetrics }, log)),
+  );
   log(
     `distributed mode: queues on ${describeTarget(redisTargetOf(config))} (prefix ${config.prefix}${config.queueShards > 1 ? `, ${config.queueShards} shards` : ''}), ${options.workers} in-process workers`,
   );
@@ -257,28 +310,30 @@ export async function distributedCoordinator(options: {
 async function startInProcessWorkers(
   config: DispatchConfig,
   count: number,
-  mcp: McpHub | undefined,
+  shared: { mcp: McpHub | undefined; metrics: WorkerMetrics | undefined },
   log: (line: string) => void,
 ): Promise<RunningWorker[]> {
+  const { mcp, metrics } = shared;
   if (count === 0) return [];
   const { target, connection } = redisTarget(config);
   const workers: RunningWorker[] = [];
   for (let i = 0; i < count; i++) {
-    workers.push(
-      await startWorker({
-        redisUrl: config.redisUrl ?? '',
-        target,
-        connection,
-        prefix: config.prefix,
-        registry: registryWith(mcp),
-        ...(mcp ? { mcp } : {}),
-        config: handlerConfigOf(config),
-        concurrency: config.workerConcurrency,
-        serialConcurrency: config.workerSerialConcurrency,
-        queueShards: config.queueShards,
-        onError: onceInARow(log, 'worker'),
-      }),
-    );
+    const workerOptions = {
+      redisUrl: config.redisUrl ?? '',
+      target,
+      connection,
+      prefix: config.prefix,
+      registry: registryWith(mcp),
+      ...(mcp ? { mcp } : {}),
+      config: handlerConfigOf(config),
+      concurrency: config.workerConcurrency,
+      serialConcurrency: config.workerSerialConcurrency,
+      queueShards: config.queueShards,
+      durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
+      ...(metrics ? { metrics } : {}),
+      onError: onceInARow(log, 'worker'),
+    };
+    workers.push(await startWhenRedisAnswers(() => startWorker(workerOptions), { what: 'worker', log }));
   }
   return workers;
 }
@@ -293,14 +348,11 @@ export async function runWorkerProcess(options: {
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
   const { target, connection } = redisTarget(config);
-  const check = connectRedis(target, { ...connection, maxRetriesPerRequest: 1 });
-  check.on('error', () => {});
-  await refuseClusterNodeAsOne(check, target).finally(() => check.disconnect());
   const tracing = initTracing('tool-dispatch-worker');
   const metrics = new WorkerMetrics();
   const mcp = options.mcp;
   if (mcp) metrics.watchMcp(mcp);
-  const worker = await startWorker({
+  const workerOptions = {
     redisUrl: config.redisUrl ?? '',
     target,
     connection,
@@ -311,10 +363,21 @@ export async function runWorkerProcess(options: {
     concurrency: config.workerConcurrency,
     serialConcurrency: config.workerSerialConcurrency,
     queueShards: config.queueShards,
+    durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
     metrics,
     log,
     onError: onceInARow(log, 'worker'),
-  });
+  };
+  // A Redis still coming up beside the worker, or too loaded to answer in time, is waited for.
+  const worker = await startWhenRedisAnswers(
+    async () => {
+      const check = connectRedis(target, { ...connection, maxRetriesPerRequest: 1 });
+      check.on('error', () => {});
+      await refuseClusterNodeAsOne(check, target).finally(() => check.disconnect());
+      return startWorker(workerOptions);
+    },
+    { what: 'worker', log },
+  );
   // /readyz: this process can reach the queues' Redis (a connection of its own, never blocked).
   const probe = connectRedis(target, { ...connection, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   probe.on('error', () => {});

@@ -1,24 +1,42 @@
 import { EVENT_REPLAY_MS, type Executor, type Handler } from '@tool-dispatch/shared';
-import { createBuiltinRegistry, type McpHub, runJob } from '@tool-dispatch/worker';
+import { createBuiltinRegistry, type McpHub, runJob, type WorkerMetrics } from '@tool-dispatch/worker';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
 import { MemoryEventBus } from '../events/memory.js';
 import { LocalExecutor } from '../executors/local.js';
+import { MemoryInboxFeed } from '../inbox/memory.js';
 import { MemoryInputHub } from '../inputs/memory.js';
+import { MemoryLimits } from '../limits/memory.js';
 import { MemoryStore } from '../store/memory.js';
 
-export type CreateEngineOptions = Omit<EngineOptions, 'executor' | 'store' | 'events' | 'confirmations' | 'inputs'> &
-  Partial<Pick<EngineOptions, 'store' | 'events' | 'confirmations' | 'inputs'>> & {
+export type CreateEngineOptions = Omit<
+  EngineOptions,
+  'executor' | 'store' | 'events' | 'confirmations' | 'inputs' | 'limits'
+> &
+  Partial<Pick<EngineOptions, 'store' | 'events' | 'confirmations' | 'inputs' | 'limits'>> & {
     /** Defaults to embedded execution: the built-in handlers (plus `handlers`) in this process. */
     executor?: Executor;
     handlers?: ReadonlyArray<{ name: string; handler: Handler }>;
     /** MCP servers whose tools run in this process (TD_MCP_CONFIG); their tools join the catalog. */
     mcp?: McpHub;
+    /** Counts the calls run in this process as a worker counts its own (dev's /metrics shows them). */
+    workerMetrics?: WorkerMetrics;
   };
 
 /** Builds an engine; what is not given runs embedded: in-memory store, events, confirmations and parked calls, handlers in this process. */
 export async function createEngine(options: CreateEngineOptions): Promise<Engine> {
-  const { executor, store, events, confirmations, inputs, handlers, mcp: _mcp, ...rest } = options;
+  const {
+    executor,
+    store,
+    events,
+    confirmations,
+    inputs,
+    limits,
+    handlers,
+    mcp: _mcp,
+    workerMetrics: _wm,
+    ...rest
+  } = options;
   return new Engine({
     ...rest,
     executor: executor ?? embeddedExecutor(options),
@@ -26,6 +44,8 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
     events: events ?? new MemoryEventBus(Date.now, Math.min(EVENT_REPLAY_MS, options.config.sessionTtlMs)),
     confirmations: confirmations ?? new MemoryConfirmHub(),
     inputs: inputs ?? new MemoryInputHub(),
+    limits: limits ?? new MemoryLimits(),
+    inboxFeed: rest.inboxFeed ?? new MemoryInboxFeed(),
   });
 }
 
@@ -36,9 +56,14 @@ function embeddedExecutor(options: CreateEngineOptions): Executor {
   const mcp = options.mcp;
   if (mcp) registry.addSource(mcp);
   const config = { httpAllow: options.config.httpAllow, searchUrl: options.config.searchUrl };
+  const metrics = options.workerMetrics;
+  metrics?.knownTools(registry.names());
   return new LocalExecutor({
-    run: (job, signal, ranOn, exec) =>
-      runJob(registry, job, signal, config, ranOn, exec?.requestInput ? { requestInput: exec.requestInput } : {}),
+    run: (job, signal, ranOn, exec) => {
+      const run = () =>
+        runJob(registry, job, signal, config, ranOn, exec?.requestInput ? { requestInput: exec.requestInput } : {});
+      return metrics ? metrics.track(job.queue, job.name, run) : run();
+    },
     names: () => registry.names(),
     ...(mcp ? { tools: () => mcp.tools() } : {}),
   });

@@ -43,10 +43,68 @@ describe('CoordinatorMetrics', () => {
       td_cache_hits_total: 'counter',
       td_refusals_total: 'counter',
       td_confirmations_pending: 'gauge',
+      td_grants_total: 'counter',
       td_inputs_pending: 'gauge',
       td_queue_jobs: 'gauge',
       td_workers_alive: 'gauge',
+      td_find_tools_searches_total: 'counter',
+      td_find_tools_search_hits_total: 'counter',
+      td_mcp_sessions_open: 'gauge',
+      td_mcp_requests_total: 'counter',
+      td_limit_waits_total: 'counter',
+      td_limit_rejections_total: 'counter',
+      td_limit_wait_seconds: 'histogram',
+      // Beyond API.md's list (operations.md): the calls waiting for a limit now.
+      td_limit_waiting: 'gauge',
     });
+  });
+
+  it('counts TD_LIMITS waits and rejections by limit, and how long the waits lasted', async () => {
+    const m = new CoordinatorMetrics({ defaultMetrics: false });
+    m.limitWaited('tool:http_request', 0.2);
+    m.limitWaited('tool:http_request', 0.4);
+    m.limitRejected('tenant:acme');
+    const text = await m.metrics();
+    expect(value(text, 'td_limit_waits_total', { limit: 'tool:http_request' })).toBe(2);
+    expect(value(text, 'td_limit_waits_total', { limit: 'tenant:acme' })).toBe(1);
+    expect(value(text, 'td_limit_rejections_total', { limit: 'tenant:acme' })).toBe(1);
+    expect(value(text, 'td_limit_wait_seconds_count')).toBe(2);
+  });
+
+  it('counts find_tools searches, and the later calls of a run of a tool one of its searches returned', async () => {
+    const m = new CoordinatorMetrics({ defaultMetrics: false });
+    const run1 = { session: 's', run: 'r1' };
+    const found = {
+      name: 'find_tools',
+      status: 'ok' as const,
+      output: { tools: [{ name: 'calculate' }, { name: 'read_files' }] },
+    };
+    m.recordSearch({ name: 'calculate', status: 'ok', output: {} }, {}, run1); // before any search: no hit
+    m.recordSearch(found, { query: 'math' }, run1);
+    m.recordSearch(found, { names: ['calculate'] }, run1); // by names: not a search
+    m.recordSearch({ name: 'calculate', status: 'ok', output: {} }, {}, run1);
+    m.recordSearch({ name: 'read_files', status: 'error', output: undefined }, {}, run1);
+    m.recordSearch({ name: 'edit_file', status: 'ok', output: {} }, {}, run1); // not returned
+    m.recordSearch({ name: 'calculate', status: 'ok', output: {} }, {}, { session: 's', run: 'r2' }); // another run
+    const text = await m.metrics();
+    expect(value(text, 'td_find_tools_searches_total')).toBe(1);
+    expect(value(text, 'td_find_tools_search_hits_total')).toBe(2);
+  });
+
+  it('counts MCP requests by method, unknown methods under one label, and MCP sessions open', async () => {
+    const m = new CoordinatorMetrics({ defaultMetrics: false });
+    m.mcpRequest('tools/call');
+    m.mcpRequest('tools/call');
+    m.mcpRequest('made/up-by-a-client');
+    m.mcpSessions(+1);
+    m.mcpSessions(+1);
+    m.mcpSessions(-1);
+    const text = await m.metrics();
+    expect(text).toMatch(/^td_mcp_requests_total\{method="tools\/call"\} 2$/m);
+    expect(text).toMatch(/^td_mcp_requests_total\{method="other"\} 1$/m);
+    expect(text).toMatch(/^td_mcp_requests_total\{method="initialize"\} 0$/m);
+    expect(text).not.toMatch(/made\/up/);
+    expect(text).toMatch(/^td_mcp_sessions_open 1$/m);
   });
 
   it('counts every call by tool and status, whatever its status', async () => {
@@ -118,6 +176,12 @@ describe('CoordinatorMetrics', () => {
     expect(value(text, 'td_rounds_waiting')).toBe(0);
     m.setRoundsWaiting(3);
     expect(value(await m.metrics(), 'td_rounds_waiting')).toBe(3);
+    m.grantEvent('created');
+    m.grantEvent('used');
+    m.grantEvent('used');
+    text = await m.metrics();
+    expect(value(text, 'td_grants_total', { event: 'used' })).toBe(2);
+    expect(value(text, 'td_grants_total', { event: 'created' })).toBe(1);
   });
 
   it('tracks the parked calls waited on', async () => {

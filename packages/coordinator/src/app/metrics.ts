@@ -32,6 +32,21 @@ export const BUILTIN_TOOL_NAMES: readonly string[] = [
   ...INTERACTIVE_DEFINITIONS,
 ].map((d) => d.name);
 
+/** Runs whose searched tools td_find_tools_search_hits_total keeps (the most recent). */
+const MAX_SEARCHED_RUNS = 10_000;
+/** td_mcp_requests_total's methods (others are counted under `other`, so clients cannot grow the labels). */
+export const MCP_METHODS: readonly string[] = [
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'response',
+  'DELETE',
+  'other',
+];
+
 /** td_refusals_total's reasons for calls (`recordCall` without a finer reason). */
 const REFUSAL_STATUSES = ['refused', 'unknown', 'invalid', 'denied'] as const satisfies readonly Status[];
 
@@ -87,6 +102,23 @@ export class CoordinatorMetrics {
   /** Tools whose td_call_duration_seconds series exist (started at 0, or observed). */
   private readonly timedTools = new Set<string>();
 
+  /** A call waited `seconds` for the TD_LIMITS limit `limit`, then got its turn. */
+  limitWaited(limit: string, seconds: number): void {
+    this.limitWaits.inc({ limit });
+    this.limitWaitSeconds.observe(seconds);
+  }
+
+  /** A call waited for `limit` and ended rate_limited. */
+  limitRejected(limit: string): void {
+    this.limitWaits.inc({ limit });
+    this.limitRejections.inc({ limit });
+  }
+
+  /** A call started (+1) or ended (-1) its wait for its TD_LIMITS limits. */
+  limitWaiting(limit: string, delta: 1 | -1): void {
+    this.limitsWaiting.inc({ limit }, delta);
+  }
+
   /** Adds the MCP metrics of the servers this process runs (embedded: td_mcp_servers_up, td_mcp_calls_total). */
   watchMcp(hub: McpHub): void {
     registerMcpMetrics(this.registry, hub);
@@ -103,6 +135,30 @@ export class CoordinatorMetrics {
     help: 'Execution time of calls that ran (status ok or error), by tool.',
     labelNames: ['tool'] as const,
     buckets: CALL_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly limitWaits = new Counter({
+    name: 'td_limit_waits_total',
+    help: 'Calls that waited for a TD_LIMITS limit before they could start, by limit (tool:<name>, server:<name>, tenant:<name>).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  private readonly limitRejections = new Counter({
+    name: 'td_limit_rejections_total',
+    help: 'Calls that ended rate_limited: their TD_LIMITS limit did not let them start within maxWaitMs or their deadline.',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  private readonly limitsWaiting = new Gauge({
+    name: 'td_limit_waiting',
+    help: 'Calls waiting now on this coordinator for their TD_LIMITS limits (or being let in), by limit; several joined by ", ".',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+  private readonly limitWaitSeconds = new Histogram({
+    name: 'td_limit_wait_seconds',
+    help: 'How long calls waited for a TD_LIMITS limit (those that got their turn).',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
   private readonly roundsInProgress = new Gauge({
@@ -136,6 +192,12 @@ export class CoordinatorMetrics {
     help: 'Confirmations asked by this coordinator and not yet answered.',
     registers: [this.registry],
   });
+  private readonly grants = new Counter({
+    name: 'td_grants_total',
+    help: 'Approval grants (v1.2) made (created), calls they approved without asking (used), and grants revoked.',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
   private readonly inputsPending = new Gauge({
     name: 'td_inputs_pending',
     help: 'Parked calls (interactive and client tools) this coordinator waits on for an answer.',
@@ -145,6 +207,29 @@ export class CoordinatorMetrics {
     name: 'td_queue_jobs',
     help: 'Jobs in each queue, by BullMQ state (and shard, with TD_QUEUE_SHARDS above 1).',
     labelNames: ['queue', 'state', 'shard'] as const,
+    registers: [this.registry],
+  });
+  private readonly searches = new Counter({
+    name: 'td_find_tools_searches_total',
+    help: 'find_tools calls with a query answered ok (searches).',
+    registers: [this.registry],
+  });
+  private readonly searchHits = new Counter({
+    name: 'td_find_tools_search_hits_total',
+    help: 'Later calls of a run of a tool a find_tools search of that run returned (how often a search found what the model then used).',
+    registers: [this.registry],
+  });
+  /** The tools each run's searches returned (in this process; the oldest runs forgotten past MAX_SEARCHED_RUNS). */
+  private readonly searched = new Map<string, Set<string>>();
+  private readonly mcpSessionsOpen = new Gauge({
+    name: 'td_mcp_sessions_open',
+    help: 'MCP sessions (of /mcp and tool-dispatch mcp) opened through this coordinator and not ended through it; summed over coordinators, those open in the deployment.',
+    registers: [this.registry],
+  });
+  private readonly mcpRequests = new Counter({
+    name: 'td_mcp_requests_total',
+    help: 'JSON-RPC messages MCP clients sent to this coordinator, by method (a client\'s answer to an elicitation: "response"; DELETE /mcp: "DELETE").',
+    labelNames: ['method'] as const,
     registers: [this.registry],
   });
   private readonly workersAlive = new Gauge({
@@ -158,6 +243,17 @@ export class CoordinatorMetrics {
     this.knownTools(options.tools ?? BUILTIN_TOOL_NAMES);
     this.calls.labels(UNKNOWN_TOOL_LABEL, 'unknown').inc(0);
     for (const reason of REFUSAL_STATUSES) this.refusals.labels(reason).inc(0);
+    for (const method of MCP_METHODS) this.mcpRequests.labels(method).inc(0);
+  }
+
+  /** An MCP session opened (+1) or ended (-1) through this coordinator. */
+  mcpSessions(delta: number): void {
+    this.mcpSessionsOpen.inc(delta);
+  }
+
+  /** One JSON-RPC message of an MCP client, by method (unknown methods under `other`). */
+  mcpRequest(method: string): void {
+    this.mcpRequests.labels(MCP_METHODS.includes(method) ? method : 'other').inc();
   }
 
   /**
@@ -191,6 +287,31 @@ export class CoordinatorMetrics {
     else if (isRefusal(result.status)) this.refusals.labels(reason ?? result.status).inc();
   }
 
+  /**
+   * A find_tools search (a query answered ok) counts in td_find_tools_searches_total and
+   * remembers the tools it returned for the run; a later call of the run of one of them counts in
+   * td_find_tools_search_hits_total (a search's own round included: the call comes after it).
+   */
+  recordSearch(
+    result: Pick<CallResult, 'name' | 'status' | 'output'>,
+    args: Record<string, unknown>,
+    ref: { session: string; run: string },
+  ): void {
+    const key = `${ref.session}\u0000${ref.run}`;
+    if (result.name === 'find_tools') {
+      if (result.status !== 'ok' || typeof args.query !== 'string') return;
+      this.searches.inc();
+      const tools = (result.output as { tools?: Array<{ name?: unknown }> } | undefined)?.tools ?? [];
+      const found = this.searched.get(key) ?? new Set<string>();
+      for (const t of tools) if (typeof t?.name === 'string') found.add(t.name);
+      this.searched.delete(key);
+      this.searched.set(key, found);
+      if (this.searched.size > MAX_SEARCHED_RUNS) this.searched.delete(this.searched.keys().next().value as string);
+      return;
+    }
+    if (this.searched.get(key)?.has(result.name)) this.searchHits.inc();
+  }
+
   /** A refusal that is not one call's status (e.g. admission control); calls go through `recordCall`. */
   recordRefusal(reason: string): void {
     this.refusals.labels(reason).inc();
@@ -219,6 +340,11 @@ export class CoordinatorMetrics {
 
   confirmationSettled(): void {
     this.confirmationsPending.dec();
+  }
+
+  /** A grant made, used or revoked (the engine's `grants` hook). */
+  grantEvent(event: 'created' | 'used' | 'revoked'): void {
+    this.grants.inc({ event });
   }
 
   /** One more (+1) or one fewer (-1) parked call waited on (the engine's `inputs` hook). */

@@ -5,14 +5,21 @@ import {
   ATTR_CONFIRM_DECISION,
   ATTR_CONFIRMATIONS,
   ATTR_FIND_TOOLS_FOUND,
+  ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_TOOL_NAME,
+  ATTR_MCP_METHOD,
+  ATTR_MCP_SESSION,
   ATTR_QUEUE_CLASS,
   ATTR_ROUND,
   ATTR_RUN,
   ATTR_SESSION,
+  ATTR_WAIT_LIMIT,
   ATTR_WAIT_REASON,
+  ATTR_WORKER,
   type CallOutcome,
   callAttributes,
+  executeSpanName,
+  GEN_AI_OPERATION_EXECUTE_TOOL,
   injectContext,
   recordCallEvents,
   recordSpan,
@@ -22,10 +29,13 @@ import {
   SPAN_FIND_TOOLS,
   SPAN_PREFLIGHT,
   SPAN_ROUND,
+  SpanKind,
+  setSpanResult,
   type Tracing,
 } from '@tool-dispatch/shared/tracing';
 import type { EngineHooks } from '../engine.js';
-import type { PlannedCall } from '../model.js';
+import type { McpHooks } from '../http/mcp/mcp-service.js';
+import type { PlannedCall, RoundRef } from '../model.js';
 import type { CoordinatorMetrics } from './metrics.js';
 
 /** What pass 1 decided for each call, for the preflight span's per-call events. */
@@ -98,6 +108,7 @@ function waitHooks(tracing: Tracing): Pick<EngineHooks, 'confirmWait' | 'waited'
         attributes: {
           ...callAttributes({ callId: call.call.id, name: call.name }),
           [ATTR_WAIT_REASON]: wait.reason,
+          ...(wait.limit ? { [ATTR_WAIT_LIMIT]: wait.limit } : {}),
           [ATTR_QUEUE_CLASS]: call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
         },
       }),
@@ -116,6 +127,25 @@ function waitHooks(tracing: Tracing): Pick<EngineHooks, 'confirmWait' | 'waited'
         },
       ),
   };
+}
+
+/**
+ * The `execute <tool>` span of a call the coordinator answered itself (find_tools, file_history,
+ * error_history): DESIGN.md gives every executed call one, with the attributes a worker's carries
+ * (the ids, gen_ai.*, the queue class, td.status, td.worker `coordinator`), as a child of the round.
+ */
+function answeredSpan(tracing: Tracing, call: PlannedCall, ref: RoundRef, result: CallResult): void {
+  const span = tracing.tracer.startSpan(executeSpanName(call.name), {
+    kind: SpanKind.INTERNAL,
+    attributes: {
+      ...callAttributes({ ...ref, callId: call.call.id, name: call.name }),
+      [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
+      [ATTR_QUEUE_CLASS]: call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
+    },
+  });
+  setSpanResult(span, result.error ? { status: result.status, error: result.error } : { status: result.status });
+  if (result.ranOn !== undefined) span.setAttribute(ATTR_WORKER, result.ranOn);
+  span.end();
 }
 
 /** Engine hooks that make one trace per round (DESIGN.md) and keep the coordinator's metrics. */
@@ -145,6 +175,7 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
           return out;
         },
       );
+    hooks.answered = (call, ref, result) => answeredSpan(tracing, call, ref, result);
     // The job carries the round's context, so the worker's `execute <tool>` span is its child.
     hooks.execute = (_call, job, run) => {
       job.trace = injectContext();
@@ -152,7 +183,10 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
     };
   }
   if (metrics) {
-    hooks.result = (result) => metrics.recordCall(result);
+    hooks.result = (result, planned, ref) => {
+      metrics.recordCall(result);
+      metrics.recordSearch(result, planned.args, ref);
+    };
     hooks.roundsInProgress = (n) => metrics.setRoundsInProgress(n);
     hooks.roundsWaiting = (n) => metrics.setRoundsWaiting(n);
     hooks.confirmations = (delta) => {
@@ -160,6 +194,43 @@ export function observabilityHooks(tracing: Tracing | undefined, metrics: Coordi
       else for (let i = 0; i < -delta; i++) metrics.confirmationSettled();
     };
     hooks.inputs = (delta) => metrics.inputsWaiting(delta);
+    hooks.grants = (event) => metrics.grantEvent(event);
+    const spans = hooks.waited;
+    hooks.waited = (call, wait) => {
+      spans?.(call, wait);
+      if (wait.reason === 'named_limit' && wait.limit)
+        metrics.limitWaited(wait.limit, Math.max(0, wait.endMs - wait.startMs) / 1000);
+    };
+    hooks.limitRejected = (_call, limit) => metrics.limitRejected(limit);
+    hooks.limitWaiting = (limit, delta) => metrics.limitWaiting(limit, delta);
+  }
+  return hooks;
+}
+
+/**
+ * The MCP server's hooks: a tools/call is a span (`tools/call <tool>`, the MCP session and method
+ * as attributes) whose child is the round's span, so an MCP request's round is one trace; the
+ * MCP metrics (td_mcp_sessions_open, td_mcp_requests_total).
+ */
+export function mcpHooks(tracing: Tracing | undefined, metrics: CoordinatorMetrics | undefined): McpHooks {
+  const hooks: McpHooks = {};
+  if (tracing?.enabled)
+    hooks.call = (info, fn) =>
+      tracing.withSpan(
+        {
+          name: `${info.method} ${info.tool}`,
+          attributes: {
+            [ATTR_MCP_SESSION]: info.mcpSession,
+            [ATTR_MCP_METHOD]: info.method,
+            [ATTR_SESSION]: info.session,
+            [ATTR_GEN_AI_TOOL_NAME]: info.tool,
+          },
+        },
+        () => fn(),
+      );
+  if (metrics) {
+    hooks.request = (method) => metrics.mcpRequest(method);
+    hooks.sessions = (delta) => metrics.mcpSessions(delta);
   }
   return hooks;
 }

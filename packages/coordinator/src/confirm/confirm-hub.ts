@@ -15,6 +15,27 @@ export interface ConfirmDecision {
   remember: boolean;
   /** Who decided: a person, the confirm timeout, or the run's cancellation. */
   by: 'person' | 'timeout' | 'cancelled';
+  /** (v1.2) The person's name: the token's, `mcp-client`, or `grant:<grantId>`. */
+  who?: string;
+  /** When the person answered (epoch ms). */
+  at?: number;
+}
+
+/** (v1.2) A grant asked for with an approval: later calls it covers are approved without asking. */
+export interface GrantRequest {
+  scope: 'args' | 'tool';
+  /** Only in the run of the call answered. */
+  run?: true;
+  ttlMs?: number;
+}
+
+/** A person's answer to a confirmation. */
+export interface ConfirmAnswer {
+  approve: boolean;
+  remember: boolean;
+  /** Who answered (a token's name, `mcp-client`); `person` when unknown. */
+  who?: string;
+  grant?: GrantRequest;
 }
 
 export type AnswerOutcome =
@@ -36,11 +57,7 @@ export interface ConfirmHub {
     options: { timeoutMs: number; signal: AbortSignal },
   ): Promise<ConfirmDecision[]>;
   /** Answers by confirmationId, or by a callId that exactly one pending confirmation has. */
-  answer(
-    session: string,
-    idOrCallId: string,
-    decision: { approve: boolean; remember: boolean },
-  ): Promise<AnswerOutcome>;
+  answer(session: string, idOrCallId: string, decision: ConfirmAnswer): Promise<AnswerOutcome>;
   pending(session: string): Promise<PendingConfirmation[]>;
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
+import type { AnswerOutcome, ConfirmAnswer, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 
 interface Waiting {
   item: PendingConfirmation;
@@ -41,11 +41,7 @@ export class MemoryConfirmHub implements ConfirmHub {
     });
   }
 
-  async answer(
-    session: string,
-    idOrCallId: string,
-    decision: { approve: boolean; remember: boolean },
-  ): Promise<AnswerOutcome> {
+  async answer(session: string, idOrCallId: string, decision: ConfirmAnswer): Promise<AnswerOutcome> {
     let target = this.waiting.get(idOrCallId);
     if (!target || target.item.session !== session) {
       const byCall = [...this.waiting.values()].filter(
@@ -55,7 +51,13 @@ export class MemoryConfirmHub implements ConfirmHub {
       target = byCall[0];
     }
     if (!target) return { kind: 'not_found' };
-    target.decide({ ...decision, by: 'person' });
+    target.decide({
+      approve: decision.approve,
+      remember: decision.remember,
+      by: 'person',
+      who: decision.who ?? 'person',
+      at: Date.now(),
+    });
     return { kind: 'answered', confirmation: target.item };
   }
 

@@ -57,14 +57,14 @@ describe('RedisConfirmHub', () => {
     });
     await waitUntil(async () => (await other.pending('s1')).length === 2);
     expect((await other.pending('s1')).map((p) => p.confirmationId)).toEqual(['cf_1', 'cf_2']);
-    expect(await other.answer('s1', 'cf_1', { approve: true, remember: true })).toMatchObject({
+    expect(await other.answer('s1', 'cf_1', { approve: true, remember: true, who: 'alice' })).toMatchObject({
       kind: 'answered',
       confirmation: { confirmationId: 'cf_1' },
     });
     expect((await other.answer('s1', 'call-cf_2', { approve: false, remember: false })).kind).toBe('answered');
     expect(await decided).toEqual([
-      { approve: true, remember: true, by: 'person' },
-      { approve: false, remember: false, by: 'person' },
+      { approve: true, remember: true, by: 'person', who: 'alice', at: expect.any(Number) },
+      { approve: false, remember: false, by: 'person', who: 'person', at: expect.any(Number) },
     ]);
     expect(await requester.pending('s1')).toEqual([]);
   });
@@ -76,7 +76,9 @@ describe('RedisConfirmHub', () => {
     await waitUntil(async () => (await hub.pending('s1')).length === 1);
     expect((await hub.answer('s1', 'cf_1', { approve: true, remember: false })).kind).toBe('answered');
     expect((await hub.answer('s1', 'cf_1', { approve: false, remember: false })).kind).toBe('not_found');
-    expect(await decided).toEqual([{ approve: true, remember: false, by: 'person' }]);
+    expect(await decided).toEqual([
+      { approve: true, remember: false, by: 'person', who: 'person', at: expect.any(Number) },
+    ]);
   });
 
   it('reports ambiguity when several pending confirmations share the callId', async () => {
@@ -109,7 +111,7 @@ describe('RedisConfirmHub', () => {
     await hub.answer('s1', 'cf_1', { approve: true, remember: false });
     ac.abort();
     expect(await decided).toEqual([
-      { approve: true, remember: false, by: 'person' },
+      { approve: true, remember: false, by: 'person', who: 'person', at: expect.any(Number) },
       { approve: false, remember: false, by: 'cancelled' },
     ]);
     expect(await hub.pending('s1')).toEqual([]);

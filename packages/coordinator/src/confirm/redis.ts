@@ -1,7 +1,7 @@
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import { parseSettlePendingReply, settlePendingScript } from '../support/lua/settlePending-2.lua.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
-import type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
+import type { AnswerOutcome, ConfirmAnswer, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm-hub.js';
 import { AnswerConfirmStatus, answerConfirmScript, parseAnswerConfirmReply } from './lua/answerConfirm-2.lua.js';
 
 export interface RedisConfirmHubOptions {
@@ -126,12 +126,14 @@ export class RedisConfirmHub implements ConfirmHub {
     );
   }
 
-  async answer(
-    session: string,
-    idOrCallId: string,
-    decision: { approve: boolean; remember: boolean },
-  ): Promise<AnswerOutcome> {
-    const full: ConfirmDecision = { approve: decision.approve, remember: decision.remember, by: 'person' };
+  async answer(session: string, idOrCallId: string, decision: ConfirmAnswer): Promise<AnswerOutcome> {
+    const full: ConfirmDecision = {
+      approve: decision.approve,
+      remember: decision.remember,
+      by: 'person',
+      who: decision.who ?? 'person',
+      at: Date.now(),
+    };
     const keys = [this.keys.confirmPending(session), this.keys.confirmDecided(session)];
     const args = [idOrCallId, JSON.stringify(full), DECIDED_TTL_MS];
     const reply = parseAnswerConfirmReply(await runScript(this.redis, answerConfirmScript, keys, args));

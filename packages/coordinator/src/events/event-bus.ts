@@ -1,5 +1,13 @@
 /** Event names on a session's stream (API.md). */
-export type EventName = 'round.started' | 'confirm.requested' | 'input.requested' | 'tool.result' | 'round.completed';
+export type EventName =
+  | 'round.started'
+  | 'confirm.requested'
+  | 'input.requested'
+  | 'tool.result'
+  | 'round.completed'
+  | 'grant.created'
+  | 'grant.used'
+  | 'grant.revoked';
 
 export interface DispatchEvent {
   /** Monotonic within the session; a client resumes with it as Last-Event-ID. */

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { PendingConfirmation } from '../confirm/confirm-hub.js';
+import { principalOf } from './access.js';
 import { pathId, type RouteContext, requireSession } from './context.js';
 import { parseConfirmationBody } from './validate.js';
 
@@ -28,10 +29,26 @@ export async function registerConfirmationRoutes(app: FastifyInstance, { dispatc
   app.post('/v1/sessions/:session/confirmations/:confirmation', async function answerConfirmation(request) {
     const session = pathId(request, 'session', 'the session id');
     const id = pathId(request, 'confirmation', 'the confirmation id (or call id)');
-    const { approve, remember } = parseConfirmationBody(request.body);
+    const { approve, remember, grant } = parseConfirmationBody(request.body);
     await requireSession(dispatcher, session);
-    // "remember" only means something with an approval (API.md).
-    const answered = await dispatcher.answerConfirmation(session, id, { approve, remember: approve && remember });
-    return { confirmation: confirmationView(answered), approve, remember: approve && remember };
+    // "remember" only means something with an approval (API.md); it is a tool grant without expiry (v1.2).
+    const who = principalOf(request).name;
+    const answer = { approve, remember: approve && remember, who, ...(grant ? { grant } : {}) };
+    const answered = await dispatcher.answerConfirmation(session, id, answer);
+    const made = answered.grant ? { grant: answered.grant } : {};
+    return { confirmation: confirmationView(answered), approve, remember: approve && remember, ...made };
+  });
+
+  // v1.2: the session's grants, and revoking one.
+  app.get('/v1/sessions/:session/grants', async function listGrants(request) {
+    const session = pathId(request, 'session', 'the session id');
+    return { grants: await dispatcher.grants(session) };
+  });
+
+  app.delete('/v1/sessions/:session/grants/:grant', async function revokeGrant(request) {
+    const session = pathId(request, 'session', 'the session id');
+    const grantId = pathId(request, 'grant', 'the grant id');
+    await dispatcher.revokeGrant(session, grantId, principalOf(request).name);
+    return { revoked: grantId };
   });
 }

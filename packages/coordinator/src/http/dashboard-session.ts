@@ -1,5 +1,23 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
+/**
+ * Every dashboard (and inbox) answer may load only from this origin: bull-board's page links fonts from a
+ * public CDN (stripped below), and an operator's browser should not tell a third party it is open.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  // bull-board's loading screen and components set inline styles.
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 /** Where the queue dashboard (bull-board) is mounted. */
 export const DASHBOARD_PATH = '/admin/queues';
 /** Paths of the login form and of logging out, under DASHBOARD_PATH (open without a token). */
@@ -36,22 +54,64 @@ export function cookieValue(header: unknown, name: string): string | undefined {
   return undefined;
 }
 
+/** Login cookies that name who logged in: the queue dashboard's (one token, no name) and the inbox's (a token's name). */
+export interface SignedSessions {
+  /** A cookie value for `name` logging in at `now`: `v1.<issued ms>[.<name, base64url>].<HMAC>`. */
+  issue(name: string, now?: number): string;
+  /** The name a Cookie header's session was issued to, when it is valid and less than `lifetimeMs` old. */
+  nameOf(cookieHeader: unknown, now?: number): string | undefined;
+}
+
+const SIGNED = /^v1\.(\d{1,15})\.(?:([A-Za-z0-9_-]{1,200})\.)?([A-Za-z0-9_-]{43})$/;
+
 /**
- * Stateless dashboard sessions: the cookie holds its issue time and an HMAC of it keyed by
- * TD_API_TOKEN, so it never carries the token itself, every coordinator of a deployment accepts
- * it (same token), and changing the token ends every session.
+ * Stateless login sessions: the cookie holds its issue time, the name it was issued to and an
+ * HMAC of both keyed by a secret of that name (`keyOf`: the token, or its digest), so it never
+ * carries a token, every coordinator of a deployment accepts it, and changing or removing the
+ * token ends its sessions. `purpose` keeps one kind of cookie from passing for another.
+ */
+export function createSignedSessions(options: {
+  cookie: string;
+  purpose: string;
+  keyOf: (name: string) => string | undefined;
+  lifetimeMs?: number;
+}): SignedSessions {
+  const lifetimeMs = options.lifetimeMs ?? DASHBOARD_SESSION_MS;
+  // The dashboard's unnamed cookies keep their pre-inbox message, so a login survives the upgrade.
+  const message = (issued: string, name: string) =>
+    name === '' ? `${options.purpose}:${issued}` : `${options.purpose}:${issued}:${name}`;
+  const mac = (key: string, issued: string, name: string) =>
+    createHmac('sha256', key).update(message(issued, name)).digest();
+  return {
+    issue(name, now = Date.now()) {
+      const key = options.keyOf(name);
+      if (key === undefined) throw new Error(`no key for ${name}`);
+      const shownName = name === '' ? '' : `${Buffer.from(name).toString('base64url')}.`;
+      return `v1.${now}.${shownName}${mac(key, String(now), name).toString('base64url')}`;
+    },
+    nameOf(cookieHeader, now = Date.now()) {
+      const value = cookieValue(cookieHeader, options.cookie);
+      const match = value ? SIGNED.exec(value) : null;
+      if (!match) return undefined;
+      const [, issuedText = '', encodedName, given = ''] = match;
+      const issued = Number(issuedText);
+      if (issued > now + CLOCK_SKEW_MS || now - issued > lifetimeMs) return undefined;
+      const name = encodedName === undefined ? '' : Buffer.from(encodedName, 'base64url').toString();
+      const key = options.keyOf(name);
+      if (key === undefined) return undefined;
+      return timingSafeEqual(Buffer.from(given, 'base64url'), mac(key, issuedText, name)) ? name : undefined;
+    },
+  };
+}
+
+/**
+ * The queue dashboard's sessions: unnamed signed sessions keyed by TD_API_TOKEN (or the operators'
+ * digests under TD_API_TOKENS), as an operator.
  */
 export function createDashboardSessions(token: string): DashboardSessions {
-  const mac = (issued: string) => createHmac('sha256', token).update(`td-dashboard:${issued}`).digest();
+  const signed = createSignedSessions({ cookie: DASHBOARD_COOKIE, purpose: 'td-dashboard', keyOf: () => token });
   return {
-    issue: (now = Date.now()) => `v1.${now}.${mac(String(now)).toString('base64url')}`,
-    isValid(cookieHeader, now = Date.now()) {
-      const value = cookieValue(cookieHeader, DASHBOARD_COOKIE);
-      const match = value ? /^v1\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/.exec(value) : null;
-      if (!match) return false;
-      const issued = Number(match[1]);
-      if (issued > now + CLOCK_SKEW_MS || now - issued > DASHBOARD_SESSION_MS) return false;
-      return timingSafeEqual(Buffer.from(match[2] as string, 'base64url'), mac(match[1] as string));
-    },
+    issue: (now = Date.now()) => signed.issue('', now),
+    isValid: (cookieHeader, now = Date.now()) => signed.nameOf(cookieHeader, now) === '',
   };
 }

@@ -5,27 +5,9 @@ import type { QueueClass } from '@tool-dispatch/shared';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { registerLoginRoutes } from './dashboard-login.js';
-import { createDashboardSessions, DASHBOARD_PATH } from './dashboard-session.js';
+import { createDashboardSessions, DASHBOARD_CSP, DASHBOARD_PATH } from './dashboard-session.js';
 
-export { DASHBOARD_PATH };
-
-/**
- * Every dashboard answer may load only from this origin: bull-board's page links fonts from a
- * public CDN (stripped below), and an operator's browser should not tell a third party it is open.
- */
-export const DASHBOARD_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  // bull-board's loading screen and components set inline styles.
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'self'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export { DASHBOARD_CSP, DASHBOARD_PATH };
 
 /** `<link>` and `<script>` tags naming an absolute http(s) URL: another origin's assets. */
 const FOREIGN_ASSET = /<(?:link|script)\b[^>]*\b(?:href|src)="(?:https?:)?\/\/[^"]*"[^>]*>(?:\s*<\/script>)?/gi;

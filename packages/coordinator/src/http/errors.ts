@@ -10,6 +10,7 @@ export type HttpErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unauthorized'
+  | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
   | 'request_timeout'
@@ -50,8 +51,10 @@ const REQUEST_ERROR_STATUS = {
   input_ambiguous: 409,
   shutting_down: 503,
   round_failed: 500,
-  store_unavailable: 503,
+  unavailable: 503,
   overloaded: 503,
+  grant_not_found: 404,
+  too_many_grants: 409,
 } as const satisfies Record<RequestErrorCode, number>;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
@@ -93,18 +96,24 @@ function fromFastifyError(e: Record<string, unknown>, status: number): HttpError
 }
 
 /**
- * ioredis's ways of saying Redis cannot be reached now (a node down, a cluster slot without its
- * primary, the retries of a request used up): matched by name and message, as the HTTP edge
- * does not import the client.
+ * Redis refusing a command or not answering it for now (API.md v1.2 "Refusals"): a node down, a
+ * cluster slot without its primary (CLUSTERDOWN, TRYAGAIN, MASTERDOWN), a demoted primary
+ * (READONLY), too few replicas (NOREPLICAS), a node loading (LOADING), a command past its
+ * deadline (TD_REDIS_COMMAND_TIMEOUT_MS), the retries of a request used up. Matched by name and
+ * message, as the HTTP edge does not import the client (the same list as `isRedisRefusal` in
+ * `@tool-dispatch/shared/redis`; errors.test.ts checks they agree).
  */
-const REDIS_UNREACHABLE =
-  /Too many Cluster redirections|Connection is closed|CLUSTERDOWN|Reached the max retries per request|Stream isn't writeable|ECONNREFUSED|Failed to refresh slots cache|None of startup nodes is available/;
+export const REDIS_UNREACHABLE =
+  /\b(NOREPLICAS|READONLY|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN) |Command timed out|Too many Cluster redirections|Connection is closed|Reached the max retries per request|Stream isn't writeable|ECONNREFUSED|ECONNRESET|Failed to refresh slots cache|None of startup nodes is available/;
 
-/** Whether an error is Redis being unreachable (answered 503 store_unavailable, retryable). */
+/** Whether an error is Redis refusing or unreachable (answered 503 unavailable, retryable), a durability point unacknowledged included. */
 export function isRedisUnreachable(e: unknown): boolean {
   if (!(e instanceof Error)) return false;
   return (
-    e.name === 'MaxRetriesPerRequestError' || e.name === 'ClusterAllFailedError' || REDIS_UNREACHABLE.test(e.message)
+    e.name === 'NotDurableError' ||
+    e.name === 'MaxRetriesPerRequestError' ||
+    e.name === 'ClusterAllFailedError' ||
+    REDIS_UNREACHABLE.test(e.message)
   );
 }
 
@@ -128,9 +137,8 @@ export function toHttpError(e: unknown): { error: HttpError; internal: boolean }
       return { error: fromFastifyError(e, status), internal: false };
   }
   if (isRedisUnreachable(e)) {
-    const why =
-      'Redis (the store) cannot be reached right now; send the request again (a round under the same Idempotency-Key) in a moment';
-    return { error: new HttpError(503, 'store_unavailable', why), internal: true };
+    const why = `Redis (the store) cannot take this request right now (${(e as Error).message}); send the request again (a round under the same Idempotency-Key) in a moment`;
+    return { error: new HttpError(503, 'unavailable', why), internal: true };
   }
   return { error: new HttpError(500, 'internal_error', 'internal error; see the coordinator log'), internal: true };
 }

@@ -16,6 +16,14 @@ export interface AnthropicTool {
   name: string;
   description: string;
   input_schema: { type: 'object'; [key: string]: unknown };
+  /** Anthropic's tool search: the API keeps the tool out of the prompt until a search returns a reference to it. */
+  defer_loading?: true;
+}
+
+/** A reference to a tool a client-side search found; the Messages API expands it into the tool's definition. */
+export interface AnthropicToolReference {
+  type: 'tool_reference';
+  tool_name: string;
 }
 
 /** An entry of the tools array of OpenAI's Responses API (flat: no `function` wrapper). */
@@ -51,7 +59,8 @@ export interface OpenAiToolMessage {
 export interface AnthropicToolResult {
   type: 'tool_result';
   tool_use_id: string;
-  content: string;
+  /** The text; with Anthropic's tool search, a find_tools result's references to the tools it found. */
+  content: string | AnthropicToolReference[];
   is_error: boolean;
 }
 
@@ -75,8 +84,19 @@ export function toAnthropicTool(tool: NeutralTool): AnthropicTool {
   return { name: tool.name, description: tool.description, input_schema: { ...tool.parameters, type: 'object' } };
 }
 
-/** The tools array in the requested shape. */
-export function formatTools(tools: readonly NeutralTool[], format: WireFormat): FormattedTool[] {
+/**
+ * The tools array in the requested shape. `toolSearch` `anthropic`: every tool but find_tools is
+ * marked `defer_loading` in the anthropic shape (API.md v1.2).
+ */
+export function formatTools(
+  tools: readonly NeutralTool[],
+  format: WireFormat,
+  toolSearch?: 'anthropic',
+): FormattedTool[] {
+  if (format === 'anthropic' && toolSearch === 'anthropic')
+    return tools.map((t) =>
+      t.name === 'find_tools' ? toAnthropicTool(t) : { ...toAnthropicTool(t), defer_loading: true },
+    );
   switch (format) {
     case 'openai':
       return tools.map(toOpenAiTool);
@@ -136,13 +156,27 @@ export function toOpenAiResponsesItems(
 export function toAnthropicContent(
   results: readonly CallResult[],
   calls: readonly unknown[] = [],
+  toolSearch?: 'anthropic',
 ): AnthropicToolResult[] {
   return answered(results, calls).map(([r]) => ({
     type: 'tool_result',
     tool_use_id: r.id,
-    content: resultContent(r),
+    content: (toolSearch === 'anthropic' && toolReferences(r)) || resultContent(r),
     is_error: isErrorForModel(r),
   }));
+}
+
+/**
+ * Anthropic's tool search (API.md v1.2): a find_tools result answered (ok, or deduped) as
+ * references to the tools it found, which the API expands into their definitions; undefined
+ * for every other result, and for a search that found nothing (the text says so instead).
+ */
+function toolReferences(r: CallResult): AnthropicToolReference[] | undefined {
+  if (r.name !== 'find_tools' || !isSuccess(r.status)) return undefined;
+  const tools = (r.output as { tools?: unknown } | undefined)?.tools;
+  if (!Array.isArray(tools) || tools.length === 0) return undefined;
+  const names = tools.map((t) => (t as { name?: unknown })?.name).filter((n): n is string => typeof n === 'string');
+  return names.length ? names.map((tool_name) => ({ type: 'tool_reference', tool_name })) : undefined;
 }
 
 /** A round's answer with the format's view added beside the neutral results (`calls`: the round's, as sent). */
@@ -150,6 +184,7 @@ export function formatRound(
   response: RoundResponse,
   format: WireFormat,
   calls: readonly unknown[] = [],
+  toolSearch?: 'anthropic',
 ): FormattedRound {
   switch (format) {
     case 'openai':
@@ -157,7 +192,7 @@ export function formatRound(
     case 'openai-responses':
       return { ...response, items: toOpenAiResponsesItems(response.results, calls) };
     case 'anthropic':
-      return { ...response, content: toAnthropicContent(response.results, calls) };
+      return { ...response, content: toAnthropicContent(response.results, calls, toolSearch) };
     case 'neutral':
       return response;
     default:

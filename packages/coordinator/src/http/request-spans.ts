@@ -15,6 +15,8 @@ const UNTRACED_ROUTES: ReadonlySet<string> = new Set(['/v1/sessions/:session/eve
 
 function isTraced(request: FastifyRequest): boolean {
   const route = request.routeOptions.url;
+  // /mcp's POST and DELETE; its GET is a stream that lives as long as the client.
+  if (route === '/mcp') return request.method !== 'GET';
   return (
     route !== undefined && !UNTRACED_ROUTES.has(route) && (route.startsWith('/v1/') || route.startsWith('/admin/'))
   );

@@ -20,7 +20,9 @@ export async function registerRoundRoutes(app: FastifyInstance, { dispatcher }: 
       calls,
       ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     });
-    return formatRound(response, format, calls);
+    // Anthropic's tool search shapes find_tools results in the anthropic view (the session says whether it is on).
+    const toolSearch = format === 'anthropic' ? (await dispatcher.getSession(session))?.toolSearch : undefined;
+    return formatRound(response, format, calls, toolSearch);
   });
 
   app.delete('/v1/sessions/:session/runs/:run', async function cancelRun(request) {

@@ -7,6 +7,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import type { Dispatcher } from '../dispatcher.js';
+import { installAccessChecks, setPrincipal } from './access.js';
 import { createBearerCheck } from './auth.js';
 import { discardRequestBody, installJsonBodyParser } from './body-parser.js';
 import { createClientErrorHandler, installRawServerAnswers } from './client-errors.js';
@@ -21,14 +22,27 @@ import {
 } from './dashboard-session.js';
 import { HttpError, STORE_RETRY_AFTER_S, toHttpError } from './errors.js';
 import { registerEventRoutes } from './event-routes.js';
+import {
+  createInboxAuth,
+  INBOX_LOGIN_PATH,
+  INBOX_LOGOUT_PATH,
+  type InboxAuth,
+  isInboxPath,
+  singleTokenLookup,
+  tokenTableLookup,
+} from './inbox/inbox-auth.js';
+import { registerInboxRoutes } from './inbox/inbox-routes.js';
 import { registerInputRoutes } from './input-routes.js';
 import { type HttpTimeoutOptions, MAX_HEADER_BYTES, resolveHttpTimeouts } from './limits.js';
+import { registerMcpRoutes } from './mcp/mcp-routes.js';
+import type { McpService } from './mcp/mcp-service.js';
 import { PUBLIC_ROUTES, registerOperationRoutes } from './operation-routes.js';
 import { installRequestSpans } from './request-spans.js';
 import { registerRoundRoutes } from './round-routes.js';
 import { trackRouteMethods } from './route-methods.js';
 import { registerSessionRoutes } from './session-routes.js';
 import type { SseOptions, SseStream } from './sse.js';
+import { LEGACY_PRINCIPAL, type Principal, type TokenTable } from './tokens.js';
 
 /**
  * Longest path parameter the router hands to a route. Longer than any valid id (128) so an
@@ -42,6 +56,8 @@ export interface BuildServerOptions {
   dispatcher: Dispatcher;
   /** When set, every route but /healthz, /readyz, /metrics and /openapi.json needs `Authorization: Bearer <token>`. */
   apiToken?: string | undefined;
+  /** TD_API_TOKENS (v1.2): tokens with a tenant and a role, instead of apiToken. */
+  apiTokens?: TokenTable | undefined;
   /** Prometheus exposition for GET /metrics; a minimal valid one when absent. */
   metricsText?: () => Promise<string>;
   /** More routes on the same instance, behind the same auth and error handling (e.g. /admin/queues). */
@@ -56,11 +72,13 @@ export interface BuildServerOptions {
   tracing?: Pick<Tracing, 'enabled' | 'withSpan'>;
   /** How long a client may take to send its headers and its whole request (HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS). */
   timeouts?: HttpTimeoutOptions;
+  /** The MCP server at /mcp (API.md v1.2), behind the same bearer token. */
+  mcp?: McpService;
 }
 
 function sendError(reply: FastifyReply, error: HttpError): FastifyReply {
   if (error.statusCode === 401) reply.header('www-authenticate', 'Bearer');
-  if (error.code === 'store_unavailable' || error.code === 'overloaded')
+  if (error.code === 'unavailable' || error.code === 'overloaded')
     reply.header('retry-after', String(STORE_RETRY_AFTER_S));
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
@@ -120,9 +138,7 @@ function installErrorAnswers(
     const { error: httpError, internal } = toHttpError(error);
     // Redis away is said in one line (its reconnects are logged too), not a stack per request.
     if (internal)
-      onInternalError(
-        httpError.code === 'store_unavailable' ? `redis unreachable: ${(error as Error).message}` : error,
-      );
+      onInternalError(httpError.code === 'unavailable' ? `redis unreachable: ${(error as Error).message}` : error);
     // fastify refuses an oversized body before reading it; read the rest so the client sees the 413.
     if (httpError.statusCode === 413) await discardRequestBody(request.raw, 4 * MAX_BODY_BYTES, DISCARD_BODY_MS);
     return sendError(reply, httpError);
@@ -147,28 +163,81 @@ function wantsLoginPage(request: FastifyRequest, path: string): boolean {
 }
 
 /**
- * TD_API_TOKEN: every route but the public ones needs `Authorization: Bearer <token>`; under
- * /admin/queues the dashboard's session cookie (from its login form) counts too.
+ * A browser's login cookie under /admin/queues (as an operator) or /inbox (as the token it logged
+ * in with); the login forms themselves are open. `undefined`: not a page with a login, or none
+ * given (then a browser asking for a page is sent to the form).
  */
-function installTokenCheck(app: FastifyInstance, token: string): void {
-  const isAuthorized = createBearerCheck(token);
-  const sessions = createDashboardSessions(token);
+function cookiePrincipal(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  logins: { dashboardKey: () => string; inbox: InboxAuth },
+): Principal | 'open' | 'redirected' | undefined {
+  const path = request.url.split('?')[0] ?? '';
+  if (isDashboardPath(request.url)) {
+    if (path === LOGIN_PATH || path === LOGOUT_PATH) return 'open';
+    if (createDashboardSessions(logins.dashboardKey()).isValid(request.headers.cookie)) return LEGACY_PRINCIPAL;
+    if (wantsLoginPage(request, path)) return redirectTo(reply, LOGIN_PATH);
+  } else if (isInboxPath(request.url)) {
+    if (path === INBOX_LOGIN_PATH || path === INBOX_LOGOUT_PATH) return 'open';
+    const principal = logins.inbox.principalOf(request.headers.cookie);
+    if (principal) return principal;
+    if (request.method === 'GET' && /\btext\/html\b/.test(request.headers.accept ?? ''))
+      return redirectTo(reply, INBOX_LOGIN_PATH);
+  }
+  return undefined;
+}
+
+function redirectTo(reply: FastifyReply, path: string): 'redirected' {
+  reply.redirect(path, 303);
+  return 'redirected';
+}
+
+/**
+ * TD_API_TOKEN or TD_API_TOKENS: every route but the public ones needs `Authorization: Bearer
+ * <token>`, which says who the request speaks for; under /admin/queues and /inbox a login cookie
+ * of their forms counts too.
+ */
+function installTokenCheck(
+  app: FastifyInstance,
+  principalOf: (authorization: unknown) => Principal | null,
+  logins: { dashboardKey: () => string; inbox: InboxAuth },
+): void {
   app.addHook('onRequest', async function checkBearerToken(request, reply) {
     if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
-    if (isAuthorized(request.headers.authorization)) return;
-    if (isDashboardPath(request.url)) {
-      const path = request.url.split('?')[0] ?? '';
-      if (path === LOGIN_PATH || path === LOGOUT_PATH) return;
-      if (sessions.isValid(request.headers.cookie)) return;
-      if (wantsLoginPage(request, path)) return reply.redirect(LOGIN_PATH, 303);
-    }
+    const principal = principalOf(request.headers.authorization);
+    if (principal) return setPrincipal(request, principal);
+    const fromCookie = cookiePrincipal(request, reply, logins);
+    if (fromCookie === 'open') return;
+    if (fromCookie === 'redirected') return reply;
+    if (fromCookie) return setPrincipal(request, fromCookie);
     // Answered here, not thrown: a plugin's own error handler (bull-board's, under
     // /admin/queues) would otherwise reshape the 401 and drop WWW-Authenticate.
     return sendError(
       reply,
-      new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <TD_API_TOKEN> header'),
+      new HttpError(401, 'unauthorized', 'this API needs an Authorization: Bearer <token> header with a valid token'),
     );
   });
+}
+
+/** The bearer check of TD_API_TOKEN (one token: every tenant, every route) or TD_API_TOKENS; the inbox's logins (none without tokens). */
+function installAuth(app: FastifyInstance, options: BuildServerOptions): InboxAuth | undefined {
+  if (options.apiToken && options.apiTokens) throw new Error('set apiToken or apiTokens, not both');
+  const table = options.apiTokens;
+  let inbox: InboxAuth | undefined;
+  if (table) {
+    inbox = createInboxAuth(tokenTableLookup(table));
+    installTokenCheck(app, (a) => table.principalOf(a), {
+      dashboardKey: () => `tokens:${table.operatorKey()}`,
+      inbox,
+    });
+  } else if (options.apiToken) {
+    const token = options.apiToken;
+    const isAuthorized = createBearerCheck(token);
+    inbox = createInboxAuth(singleTokenLookup(token));
+    installTokenCheck(app, (a) => (isAuthorized(a) ? LEGACY_PRINCIPAL : null), { dashboardKey: () => token, inbox });
+  }
+  installAccessChecks(app, options.dispatcher, (url) => PUBLIC_ROUTES.has(url));
+  return inbox;
 }
 
 /** The coordinator's HTTP API (API.md) on fastify, not yet listening. */
@@ -180,7 +249,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   const allowedMethods = trackRouteMethods(app);
   installErrorAnswers(app, allowedMethods, onInternalError);
 
-  if (options.apiToken) installTokenCheck(app, options.apiToken);
+  const inboxAuth = installAuth(app, options);
 
   if (options.tracing) installRequestSpans(app, options.tracing);
 
@@ -190,6 +259,7 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   app.addHook('preClose', async function endEventStreams() {
     closing.value = true;
     for (const stream of [...streams]) stream.end();
+    await options.mcp?.close();
   });
 
   const ctx: RouteContext = { dispatcher: options.dispatcher, streams, closing, sse: options.sse ?? {} };
@@ -199,6 +269,8 @@ export async function buildServer(options: BuildServerOptions): Promise<FastifyI
   await registerEventRoutes(app, ctx);
   await registerConfirmationRoutes(app, ctx);
   await registerInputRoutes(app, ctx);
+  await registerInboxRoutes(app, ctx, { auth: inboxAuth });
+  if (options.mcp) await registerMcpRoutes(app, options.mcp);
   if (options.extraRoutes) await options.extraRoutes(app);
   return app;
 }

@@ -12,13 +12,13 @@ export const SSE_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 const SSE_RETRY_MS = 2_000;
 
 /** One event on the wire: `id:`, `event:` and one `data:` line (JSON.stringify never emits a newline). */
-export function formatSseEvent(event: Pick<DispatchEvent, 'id' | 'name' | 'data'>): string {
+export function formatSseEvent(event: { id: string; name: string; data: unknown }): string {
   const id = event.id.replace(/[\r\n]/g, '');
   return `id: ${id}\nevent: ${event.name}\ndata: ${JSON.stringify(event.data)}\n\n`;
 }
 
 export interface SseStream {
-  send(event: DispatchEvent): void;
+  send(event: Pick<DispatchEvent, 'id' | 'name' | 'data'> | { id: string; name: string; data: unknown }): void;
   /** Ends the response (server shutdown); the client will reconnect elsewhere. */
   end(): void;
   /** Runs once the connection is gone, whoever closed it. Runs at once when it already is. */

@@ -1,6 +1,16 @@
-import { ID_PATTERN, isValidId, MAX_CALLS_PER_ROUND, schemaProblem, type ToolDefinition } from '@tool-dispatch/shared';
+import {
+  budgetValueProblem,
+  ID_PATTERN,
+  isValidId,
+  MAX_CALLS_PER_ROUND,
+  type ResultBudget,
+  schemaProblem,
+  type ToolDefinition,
+} from '@tool-dispatch/shared';
+import type { GrantRequest } from '../confirm/confirm-hub.js';
 import type { SessionInput } from '../dispatcher.js';
-import type { InputAnswer } from '../model.js';
+import type { InputAnswer, ToolSearch } from '../model.js';
+import { MAX_GRANT_TTL_MS } from '../rules/grants.js';
 import { otherItemOf } from '../rules/normalize-call.js';
 import { HttpError } from './errors.js';
 import type { WireFormat } from './format.js';
@@ -155,7 +165,7 @@ function parseClientTools(value: unknown): ToolDefinition[] {
 /** Body of `PUT /v1/sessions/{session}`. Unknown fields are ignored. */
 export function parseSessionBody(body: unknown): SessionInput {
   if (!isObject(body)) throw invalid('the body must be a JSON object {"provider": ...}');
-  const { provider, tenant, autoApprove, clientTools } = body;
+  const { provider, tenant, autoApprove, clientTools, resultBudget, toolSearch } = body;
   if (typeof provider !== 'string' || provider.length === 0 || provider.length > MAX_NAME_LENGTH) {
     throw invalid(
       `provider must be a string of 1 to ${MAX_NAME_LENGTH} characters ("openai", "anthropic", "claude-code", …)`,
@@ -165,16 +175,61 @@ export function parseSessionBody(body: unknown): SessionInput {
   if (tenant !== undefined) input.tenant = requireId(tenant, 'tenant');
   if (autoApprove !== undefined) input.autoApprove = parseAutoApprove(autoApprove);
   if (clientTools !== undefined) input.clientTools = parseClientTools(clientTools);
+  if (resultBudget !== undefined) input.resultBudget = parseResultBudget(resultBudget);
+  if (toolSearch !== undefined && toolSearch !== null) input.toolSearch = parseToolSearch(toolSearch, provider);
   return input;
 }
 
+/** A session's `toolSearch`: `"anthropic"`, for provider `anthropic` only (API.md v1.2). */
+function parseToolSearch(value: unknown, provider: string): ToolSearch {
+  if (value !== 'anthropic')
+    throw invalid(`toolSearch must be "anthropic" (Anthropic's tool search), got ${JSON.stringify(value)}`);
+  if (provider !== 'anthropic')
+    throw invalid(`toolSearch "anthropic" needs provider "anthropic", not ${JSON.stringify(provider)}`);
+  return value;
+}
+
+/** A session's `resultBudget`: `{"call"?: <chars>, "round"?: <chars>}` (API.md v1.2). */
+function parseResultBudget(value: unknown): ResultBudget {
+  if (!isObject(value)) throw invalid('resultBudget must be an object {"call"?: <characters>, "round"?: <characters>}');
+  const unknown = Object.keys(value).filter((k) => k !== 'call' && k !== 'round');
+  if (unknown.length > 0)
+    throw invalid(
+      `resultBudget takes "call" and "round" only, not ${unknown.map((k) => JSON.stringify(k)).join(', ')}`,
+    );
+  const out: ResultBudget = {};
+  for (const k of ['call', 'round'] as const) {
+    if (value[k] === undefined) continue;
+    const problem = budgetValueProblem(value[k], `resultBudget.${k}`);
+    if (problem) throw invalid(problem);
+    out[k] = value[k] as number;
+  }
+  return out;
+}
+
 /** Body of `POST .../confirmations/{id}`. */
-export function parseConfirmationBody(body: unknown): { approve: boolean; remember: boolean } {
+export function parseConfirmationBody(body: unknown): { approve: boolean; remember: boolean; grant?: GrantRequest } {
   if (!isObject(body) || typeof body.approve !== 'boolean') {
-    throw invalid('the body must be {"approve": true | false, "remember"?: true | false}');
+    throw invalid('the body must be {"approve": true | false, "remember"?: true | false, "grant"?: {...}}');
   }
   if (body.remember !== undefined && typeof body.remember !== 'boolean') throw invalid('remember must be a boolean');
-  return { approve: body.approve, remember: body.remember === true };
+  if (body.grant === undefined) return { approve: body.approve, remember: body.remember === true };
+  if (body.approve !== true) throw invalid('grant goes with "approve": true only');
+  return { approve: true, remember: body.remember === true, grant: parseGrant(body.grant) };
+}
+
+/** `grant` of an approval (API.md v1.2): `{"scope": "args" | "tool", "run"?: true, "ttlMs"?: <ms>}`. */
+function parseGrant(raw: unknown): GrantRequest {
+  const shape = 'grant must be {"scope": "args" | "tool", "run"?: true, "ttlMs"?: <ms>}';
+  if (!isObject(raw)) throw invalid(shape);
+  const extra = Object.keys(raw).filter((k) => !['scope', 'run', 'ttlMs'].includes(k));
+  if (extra.length > 0) throw invalid(`${shape}; unknown field(s) ${extra.join(', ')}`);
+  if (raw.scope !== 'args' && raw.scope !== 'tool') throw invalid(`${shape}; scope is ${JSON.stringify(raw.scope)}`);
+  if (raw.run !== undefined && raw.run !== true) throw invalid(`${shape}; run may only be true`);
+  const ttl = raw.ttlMs;
+  if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1 || ttl > MAX_GRANT_TTL_MS))
+    throw invalid(`grant.ttlMs must be an integer from 1 to ${MAX_GRANT_TTL_MS} (30 days)`);
+  return { scope: raw.scope, ...(raw.run ? { run: true as const } : {}), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
 }
 
 /** Most characters of an error answer's message (the model reads it). */

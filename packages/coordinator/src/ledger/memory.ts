@@ -37,6 +37,10 @@ export class MemoryLedger implements RoundLedger {
     return { from, rounds };
   }
 
+  async isListed(ref: RoundRef, owner: string): Promise<boolean> {
+    return this.lists.get(owner)?.has(roundMember(ref)) ?? false;
+  }
+
   async leave(owner: string): Promise<void> {
     this.alive.delete(owner);
     this.lists.delete(owner);

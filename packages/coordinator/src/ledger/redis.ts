@@ -55,6 +55,10 @@ export class RedisLedger implements RoundLedger {
     return null;
   }
 
+  async isListed(ref: RoundRef, owner: string): Promise<boolean> {
+    return (await this.redis.sismember(this.list(owner), roundMember(ref))) === 1;
+  }
+
   async leave(owner: string): Promise<void> {
     await this.redis.multi().zrem(this.alive, owner).del(this.list(owner)).exec();
   }

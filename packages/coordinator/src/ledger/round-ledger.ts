@@ -17,6 +17,8 @@ export interface RoundLedger {
    * (so one adopter gets each round); null when no lease lapsed.
    */
   adoptLapsed(owner: string, now: number): Promise<{ from: string; rounds: RoundRef[] } | null>;
+  /** Whether `owner`'s list holds the round (a running round on no list is an orphan: nobody will finish it). */
+  isListed(ref: RoundRef, owner: string): Promise<boolean>;
   /** A coordinator leaving with every round finished: it and its list go. */
   leave(owner: string): Promise<void>;
 }

@@ -5,6 +5,7 @@ import { toolResultData } from '../model.js';
 import { covers, invalidationsOf, pathsNamed } from '../rules/dedupe.js';
 import { isListedError } from '../rules/history-query.js';
 import type { CommitItem, Store } from '../store/store.js';
+import { realWorkspacePath } from '../support/workspace-paths.js';
 
 export interface CommitInput {
   store: Store;
@@ -20,6 +21,8 @@ export interface CommitInput {
   /** The `round.completed` data, for a store that appends the round's events itself. */
   completed?: Record<string, unknown>;
   now?: () => number;
+  /** The path a workspace path reaches through symlinks (`realWorkspacePath`), so a link and its target are one path. */
+  resolvePath?: (path: string) => Promise<string | undefined>;
 }
 
 /** What pass 3 writes for one call (DESIGN.md): its history entry, and for `ok`, dedupe, cache and invalidations. */
@@ -100,6 +103,41 @@ function staleErrorHistories(items: CommitItem[]): void {
     last.invalidations = [...(last.invalidations ?? []), { tool: 'error_history' }];
 }
 
+/**
+ * DESIGN.md pass 3: paths compared after resolving symlinks inside the workspace. Each read's
+ * entry and each write's invalidation name the paths as spelled and the paths they reach, so an
+ * edit through a link drops the reads of its target, and an edit of a target the reads through a link.
+ */
+async function addLinkedPaths(
+  items: CommitItem[],
+  resolvePath: (path: string) => Promise<string | undefined>,
+): Promise<void> {
+  const spelled = new Set<string>();
+  for (const item of items) {
+    for (const p of item.dedupe?.paths ?? []) spelled.add(p);
+    for (const inv of item.invalidations ?? []) for (const p of inv.paths ?? []) spelled.add(p);
+  }
+  if (spelled.size === 0) return;
+  const reached = new Map<string, string>();
+  await Promise.all(
+    [...spelled].map(async function resolveOne(p) {
+      const real = await resolvePath(p);
+      if (real !== undefined && real !== p) reached.set(p, real);
+    }),
+  );
+  if (reached.size === 0) return;
+  const withReached = (paths: readonly string[]) => [
+    ...new Set(paths.flatMap((p) => (reached.has(p) ? [p, reached.get(p) as string] : [p]))),
+  ];
+  for (const item of items) {
+    if (item.dedupe?.paths) item.dedupe.paths = withReached(item.dedupe.paths);
+    if (item.invalidations)
+      item.invalidations = item.invalidations.map((inv) =>
+        inv.paths ? { ...inv, paths: withReached(inv.paths) } : inv,
+      );
+  }
+}
+
 /** An event to publish on the session's stream. */
 export interface PendingEvent {
   name: EventName;
@@ -122,6 +160,7 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     const p = input.planned[i];
     if (p) items.push(commitItemOf(p, result, { callIndex: i, round, run, now, iso }));
   }
+  if (input.resolvePath) await addLinkedPaths(items, input.resolvePath);
   dropReadsBesideWriters(items, input.planned, input.results);
   staleErrorHistories(items);
   const outcome = await input.store.commitRound({
@@ -173,6 +212,7 @@ export function commitPass(
     results,
     owner: ctx.owner,
     ...(deps.store.appendsEvents ? { completed: { round, run } } : {}),
+    resolvePath: (p) => realWorkspacePath(ctx.session.workspace, p),
   });
 }
 

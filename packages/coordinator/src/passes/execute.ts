@@ -1,4 +1,5 @@
 import {
+  type Artifact,
   assertNever,
   type CallResult,
   type ExecJob,
@@ -6,32 +7,49 @@ import {
   type ExecuteOptions,
   type Executor,
   FAILURES,
+  idempotencyKeyOf,
 } from '@tool-dispatch/shared';
+import { type LimitRelease, type LimitStage, type Limits, type LimitWait, runStages } from '../limits/limits.js';
 import type { PlannedCall, RoundContext, RoundHooks } from '../model.js';
-import { runKeyOf } from '../model.js';
 import { followerResult } from '../rules/follower-result.js';
-import { jobOf } from '../rules/job-of.js';
+import { deadlineMsOf, jobOf } from '../rules/job-of.js';
+import { describeLimit, type NamedLimits, namedStages, retryAfterOf } from '../rules/named-limits.js';
 import { parkKindOf } from '../rules/park.js';
 import { planSteps } from '../rules/plan.js';
-import type { RunLimiter, RunWait } from '../support/run-limiter.js';
+import { roundCuts } from '../rules/result-budget.js';
 import { askDuringCall, type ParkDeps, parkCall } from './park.js';
 
 export interface ExecuteInput {
   /** Calls that passed pass 1 and the gate, in call order. */
   calls: readonly PlannedCall[];
   executor: Executor;
-  limiter: RunLimiter;
-  runKey: string;
+  limits: Limits;
+  /** The name of a call's places (its round and index), the same for a coordinator taking the round over. */
+  ticketOf?: (call: PlannedCall) => string;
+  /** The run's stages for a call (`runStages`). */
+  stagesOf: (place: 'concurrent' | 'serial') => ReturnType<typeof runStages>;
+  /** A call's TD_LIMITS stages (`namedStages`), taken once it holds its run's; none without TD_LIMITS. */
+  namedOf?: (call: PlannedCall) => LimitStage[];
+  /** How long a call waits for its TD_LIMITS stages (maxWaitMs, its deadline if sooner) before it ends rate_limited. */
+  maxWaitOf?: (call: PlannedCall) => number;
+  /** Hears of a call that ended rate_limited (metrics). */
+  limitRejected?: RoundHooks['limitRejected'];
+  /** Hears of a call starting (+1) and ending (-1) its wait for its TD_LIMITS places (metrics). */
+  limitWaiting?: RoundHooks['limitWaiting'];
   signal: AbortSignal;
   jobOf(call: PlannedCall): ExecJob;
   /** Called as each call starts and ends (tracing, metrics). */
   observe?: (call: PlannedCall, job: ExecJob, run: () => Promise<ExecOutcome>) => Promise<ExecOutcome>;
   /** Hears of each wait a call had before it could start (tracing). */
   waited?: RoundHooks['waited'];
-  /** Parks a call someone other than a worker answers (`parkKindOf`), holding its place in the limiter meanwhile. */
+  /** Hears of each call the coordinator answered itself (find_tools, the history tools), as it takes its place. */
+  answered?: (call: PlannedCall, result: CallResult) => void;
+  /** Parks a call someone other than a worker answers (`parkKindOf`), holding its place of the run's limit meanwhile. */
   park?: (call: PlannedCall) => Promise<CallResult> | undefined;
   /** Gives a call that may ask a person something while it runs (an MCP tool's elicitation) its asker. */
   options?: (call: PlannedCall) => ExecuteOptions | undefined;
+  /** Collects the artifacts workers wrote for outputs they did not replace (a round budget may cut them), by call index. */
+  artifacts?: Map<number, Artifact>;
 }
 
 const cancelled = (call: PlannedCall): CallResult => {
@@ -69,37 +87,143 @@ async function runOne(call: PlannedCall, input: ExecuteInput): Promise<CallResul
   if (input.signal.aborted) return cancelled(call);
   const place = call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial';
   // Free places are taken at once (most calls); the rest wait their turn in order.
-  let release = input.limiter.tryAcquire(input.runKey, place);
-  if (!release) {
-    try {
-      const onWait = input.waited ? (wait: RunWait) => input.waited?.(call, wait) : undefined;
-      release = await input.limiter.acquire(input.runKey, input.signal, place, onWait);
-    } catch {
-      return cancelled(call);
-    }
-  }
+  const release = await admit(call, input, input.stagesOf(place), input.signal, '');
+  if (!release) return cancelled(call);
   try {
     if (input.signal.aborted) return cancelled(call);
-    if (call.decision.kind === 'run' && call.decision.output !== undefined) {
-      return {
-        id: call.call.id,
-        name: call.name,
-        status: 'ok',
-        output: call.decision.output,
-        durationMs: 0,
-        ranOn: 'coordinator',
-      };
-    }
-    const parked = input.park?.(call);
-    if (parked) return await parked;
-    const job = input.jobOf(call);
-    const options = input.options?.(call);
-    const run = () => input.executor.execute(job, input.signal, options);
-    const outcome = input.observe ? await input.observe(call, job, run) : await run();
-    return toResult(call, outcome);
+    // Then its TD_LIMITS stages, holding its run's place (so it never holds a tool's place while waiting for its run).
+    const named = input.namedOf?.(call) ?? [];
+    if (named.length > 0)
+      return await runNamed(call, input, named, (r) => withRelease(r, () => runAdmitted(call, input)));
+    return await runAdmitted(call, input);
   } finally {
     release();
   }
+}
+
+/** The places of `stages`; undefined when `signal` aborted the wait (the store unreachable throws). */
+async function admit(
+  call: PlannedCall,
+  input: ExecuteInput,
+  stages: readonly LimitStage[],
+  signal: AbortSignal,
+  ticketSuffix: string,
+): Promise<LimitRelease | undefined> {
+  const now = input.limits.tryAcquire(stages);
+  if (now) return now;
+  try {
+    const onWait = input.waited ? (wait: LimitWait) => input.waited?.(call, wait) : undefined;
+    const ticket = input.ticketOf?.(call);
+    return await input.limits.acquire(stages, signal, onWait, ticket === undefined ? undefined : ticket + ticketSuffix);
+  } catch (e) {
+    // A wait ends early only when it is aborted; anything else (the store unreachable) fails the round.
+    if (signal.aborted) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * A call's TD_LIMITS stages (API.md "Limits that queue"): it waits its turn in arrival order up to
+ * maxWaitMs (or its deadline), then ends rate_limited, never having run.
+ */
+async function runNamed(
+  call: PlannedCall,
+  input: ExecuteInput,
+  named: readonly LimitStage[],
+  run: (release: LimitRelease) => Promise<CallResult>,
+): Promise<CallResult> {
+  const waitMs = input.maxWaitOf?.(call) ?? 0;
+  const patience = new AbortController();
+  const timer = setTimeout(() => patience.abort(new Error('maxWaitMs')), waitMs);
+  const startMs = Date.now();
+  // Which of several stages holds it up is the limits' business; the gauge and the message name them all.
+  const name = named.map((s) => s.name).join(', ');
+  input.limitWaiting?.(name, 1);
+  let release: LimitRelease | undefined;
+  try {
+    release = await admit(call, input, named, AbortSignal.any([input.signal, patience.signal]), ':limits');
+  } finally {
+    clearTimeout(timer);
+    input.limitWaiting?.(name, -1);
+  }
+  if (release) return await run(release);
+  if (input.signal.aborted) return cancelled(call);
+  input.limitRejected?.(call, name);
+  const what = named.map((s) => `${s.name}: ${describeLimit(s)}`).join('; ');
+  const waitedMs = Date.now() - startMs;
+  // When its limits may let it start: read now, an estimate from what they hold (retryAfterOf).
+  const now = await input.limits.peek(named).catch(() => []);
+  return rateLimited(call, { limit: name, what, waitedMs, retryAfterMs: retryAfterOf(named, now, waitedMs) });
+}
+
+async function withRelease(release: LimitRelease, fn: () => Promise<CallResult>): Promise<CallResult> {
+  try {
+    return await fn();
+  } finally {
+    release();
+  }
+}
+
+interface OverLimit {
+  /** The limits' names; `what`: each with its terms. */
+  limit: string;
+  what: string;
+  waitedMs: number;
+  retryAfterMs: number;
+}
+
+/** `0.4`, `2.5`, `37`: tenths of a second under 10 s, whole seconds after. */
+const aboutSeconds = (ms: number) =>
+  ms < 10_000 ? String(Math.max(0.1, Math.round(ms / 100) / 10)) : String(Math.round(ms / 1000));
+
+function rateLimited(call: PlannedCall, { limit, what, waitedMs, retryAfterMs }: OverLimit): CallResult {
+  const { status, code } = FAILURES.over_limit;
+  const message =
+    `This call did not run: ${call.name} is over its limit (${what}) and waited ` +
+    `${waitedMs} ms for its turn. Try it again in about ${aboutSeconds(retryAfterMs)} s, or make fewer such calls at once.`;
+  return {
+    id: call.call.id,
+    name: call.name,
+    status,
+    error: { code, message, details: { limit, retryAfterMs } },
+    durationMs: 0,
+  };
+}
+
+/** A call holding every place it needs: answered by the coordinator, parked, or run by the executor. */
+async function runAdmitted(call: PlannedCall, input: ExecuteInput): Promise<CallResult> {
+  if (input.signal.aborted) return cancelled(call);
+  if (call.decision.kind === 'run' && call.decision.output !== undefined) {
+    const result: CallResult = {
+      id: call.call.id,
+      name: call.name,
+      status: 'ok',
+      output: call.decision.output,
+      durationMs: 0,
+      ranOn: 'coordinator',
+    };
+    input.answered?.(call, result);
+    return result;
+  }
+  const parked = input.park?.(call);
+  if (parked) return await parked;
+  const job = input.jobOf(call);
+  const options = input.options?.(call);
+  const run = () => input.executor.execute(job, input.signal, options);
+  const outcome = input.observe ? await input.observe(call, job, run) : await run();
+  if (outcome.status === 'ok' && outcome.artifact) input.artifacts?.set(call.call.index, outcome.artifact);
+  return { ...toResult(call, outcome), idempotencyKey: keyOf(job) };
+}
+
+/** The key the call's side effects carry: the one a call sets in its own Idempotency-Key header, else ours. */
+function keyOf(job: ExecJob): string {
+  if (job.name === 'http_request') {
+    const headers = job.args.headers;
+    if (typeof headers === 'object' && headers !== null)
+      for (const [k, v] of Object.entries(headers))
+        if (k.toLowerCase() === 'idempotency-key' && typeof v === 'string') return v;
+  }
+  return idempotencyKeyOf(job);
 }
 
 function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
@@ -118,8 +242,26 @@ function toResult(call: PlannedCall, o: ExecOutcome): CallResult {
 /** What pass 2 needs of the coordinator. */
 export interface ExecuteDeps extends ParkDeps {
   executor: Executor;
-  limiter: RunLimiter;
-  hooks?: Pick<RoundHooks, 'execute' | 'inputs' | 'waited'> | undefined;
+  /** Where a run's places and serial lane are counted (shared by every coordinator in distributed mode). */
+  limits: Limits;
+  /** MAX_CONCURRENT_TOOLS: a run's places. */
+  maxConcurrentTools: number;
+  /** TD_LIMITS: limits per tool, MCP server and tenant, taken after a call's run places. */
+  namedLimits?: NamedLimits | undefined;
+  hooks?: Pick<RoundHooks, 'execute' | 'inputs' | 'waited' | 'answered' | 'limitRejected' | 'limitWaiting'> | undefined;
+}
+
+function namedInput(
+  limits: NamedLimits,
+  ctx: RoundContext,
+  hooks: Pick<RoundHooks, 'limitRejected' | 'limitWaiting'> | undefined,
+): Pick<ExecuteInput, 'namedOf' | 'maxWaitOf' | 'limitRejected' | 'limitWaiting'> {
+  return {
+    namedOf: (p) => namedStages(limits, { tool: p.name, server: p.spec?.server, tenant: ctx.session.tenant }),
+    maxWaitOf: (p) => Math.min(limits.maxWaitMs, deadlineMsOf(p)),
+    ...(hooks?.limitRejected ? { limitRejected: hooks.limitRejected.bind(hooks) } : {}),
+    ...(hooks?.limitWaiting ? { limitWaiting: hooks.limitWaiting.bind(hooks) } : {}),
+  };
 }
 
 /**
@@ -133,13 +275,18 @@ export async function executePass(
   ctx: RoundContext,
   planned: readonly PlannedCall[],
 ): Promise<CallResult[]> {
+  const artifacts = new Map<number, Artifact>();
+  const toRun = planned.filter((p) => p.decision.kind === 'run');
   const ran = await executeCalls({
-    calls: planned.filter((p) => p.decision.kind === 'run'),
+    artifacts,
+    calls: toRun,
     executor: deps.executor,
-    limiter: deps.limiter,
-    runKey: runKeyOf(ctx.ref),
+    limits: deps.limits,
+    stagesOf: (place) => runStages(ctx.ref, place, deps.maxConcurrentTools),
+    ...(deps.namedLimits ? namedInput(deps.namedLimits, ctx, deps.hooks) : {}),
+    ticketOf: (p) => `${ctx.ref.round}:${p.call.index}`,
     signal: ctx.signal,
-    jobOf: (p) => jobOf(p, ctx),
+    jobOf: (p) => jobOf(p, ctx, toRun.length),
     park: function parkIfAnsweredElsewhere(p) {
       const kind = parkKindOf(p.spec);
       return kind ? parkCall(deps, ctx, p, kind) : undefined;
@@ -149,7 +296,11 @@ export async function executePass(
     },
     ...(deps.hooks?.execute ? { observe: deps.hooks.execute } : {}),
     ...(deps.hooks?.waited ? { waited: deps.hooks.waited.bind(deps.hooks) } : {}),
+    ...(deps.hooks?.answered ? { answered: (p, r) => deps.hooks?.answered?.(p, ctx.ref, r) } : {}),
   });
+  // Before followers copy their leaders: a repeat gets what its leader's model got.
+  const budget = ctx.session.resultBudget;
+  if (budget?.round !== undefined) for (const [i, r] of roundCuts(ran, artifacts, budget)) ran.set(i, r);
   const results: CallResult[] = [];
   for (const p of planned) {
     const d = p.decision;

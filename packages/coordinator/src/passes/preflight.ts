@@ -11,7 +11,7 @@ import type {
 import { type Catalog, sessionSpecs } from '../rules/catalog.js';
 import { answerHistoryCall, HISTORY_SCAN_LIMIT, historyPathProblem, isHistoryTool } from '../rules/history-query.js';
 import { COORDINATOR_TOOLS, preflight } from '../rules/preflight.js';
-import { loadedSet } from '../rules/session-view.js';
+import { fetchedSet, loadedSet, loadingOf } from '../rules/session-view.js';
 import type { Store } from '../store/store.js';
 import { getOrCreate } from '../support/maps.js';
 
@@ -45,6 +45,12 @@ export async function runnableTools(
   return names;
 }
 
+/** Tools something can run in any session: the executor's handlers and the coordinator's own (`GET /v1/tools`). */
+export async function runnableAnywhere(executor: Pick<Executor, 'handlerNames'>): Promise<ReadonlySet<string>> {
+  const handlers = await executor.handlerNames();
+  return getOrCreate(runnableOfHandlers, handlers, () => withOwnTools(handlers));
+}
+
 /** The tools runnable with these handlers and no client tools (executors answer the same set while it holds). */
 const runnableOfHandlers = new WeakMap<ReadonlySet<string>, ReadonlySet<string>>();
 
@@ -61,19 +67,44 @@ async function runnableFor(
   executor: Pick<Executor, 'handlerNames'>,
   ctx: RoundContext,
   specs: ReadonlyMap<string, ToolSpec>,
-): Promise<ReadonlySet<string>> {
+): Promise<{ runnable: ReadonlySet<string>; noWorkers?: true }> {
   const runnable = await runnableTools(executor, ctx.session);
-  if (ctx.origin === undefined) return runnable;
+  if (ctx.origin === undefined) {
+    if ((await executor.handlerNames()).size > 0) return { runnable };
+    // No worker announced at all: the registry may be lost (a failover); wait for it a while.
+    const back = await workersWithin(executor, WORKERS_PATIENCE_MS, ctx.signal);
+    return back ? { runnable: await runnableTools(executor, ctx.session) } : { runnable, noWorkers: true };
+  }
   const names = new Set(runnable);
   const client = new Set(ctx.session.clientTools.map((t) => t.name));
   for (const [name, spec] of specs) if (spec.kind !== 'client' && !client.has(name)) names.add(name);
-  return names;
+  return { runnable: names };
+}
+
+/**
+ * How long a round waits for any worker to be announced when none is (API.md v1.2 "Known tools
+ * stay known"); then its worker calls end `error`/`unavailable`. Announcements are renewed every
+ * 2 s, so a registry lost with a Redis primary is back within this.
+ */
+export const WORKERS_PATIENCE_MS = 6_000;
+
+async function workersWithin(
+  executor: Pick<Executor, 'handlerNames'>,
+  ms: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end && !signal.aborted) {
+    await new Promise((r) => setTimeout(r, 250));
+    if ((await executor.handlerNames()).size > 0) return true;
+  }
+  return false;
 }
 
 /**
  * Pass 1 (DESIGN.md): reads the session's view of the catalog and the run's dedupe and cache
  * entries (those read with the round's begin are not read again), decides each call with the
- * rules, then stores the schemas it fetched.
+ * rules, then stores the schemas it answered (`schema`; find_tools' wait for the commit).
  */
 export async function preflightPass(
   deps: PreflightDeps,
@@ -83,14 +114,16 @@ export async function preflightPass(
 ): Promise<PlannedCall[]> {
   const state = ctx.session;
   const specs = sessionSpecs(deps.catalog, state.clientTools);
-  const fetched = new Set(state.fetched);
+  const fetched = fetchedSet(state.provider, state.fetched, specs);
   const before = new Set(fetched);
+  const foundByFindTools = new Set<string>();
   const planned = await preflight(calls, {
     provider: state.provider,
-    loaded: loadedSet(state.provider, specs, state.clientTools),
+    loaded: loadedSet(loadingOf(state), specs, state.clientTools),
     fetched,
+    foundByFindTools,
     specs,
-    runnable: await runnableFor(deps.executor, ctx, specs),
+    ...(await runnableFor(deps.executor, ctx, specs)),
     autoApprove: state.autoApprove,
     ...(read ? { knownKeys: read.known } : {}),
     findDedupe: async (keys) =>
@@ -100,7 +133,8 @@ export async function preflightPass(
     findCached: (keys) => deps.store.findCachedMany(state.tenant, keys),
     ...(deps.hooks?.findTools ? { observeFindTools: deps.hooks.findTools.bind(deps.hooks) } : {}),
   });
-  const added = [...fetched].filter((n) => !before.has(n));
+  // Schemas pass 1 answered are fetched now; find_tools' only once its result is committed (round/run-round).
+  const added = [...fetched].filter((n) => !before.has(n) && !foundByFindTools.has(n));
   await Promise.all([
     added.length > 0 ? deps.store.markFetched(state.id, added) : undefined,
     answerHistoryCalls(deps.store, state.id, planned),

@@ -10,6 +10,7 @@ import { MemoryEventBus } from '../events/memory.js';
 import { sleep } from '../executors/fake.js';
 import { MemoryInputHub } from '../inputs/memory.js';
 import { MemoryLedger } from '../ledger/memory.js';
+import { MemoryLimits } from '../limits/memory.js';
 import { MemoryStore } from '../store/memory.js';
 
 /**
@@ -92,6 +93,7 @@ async function twoCoordinators(options: { autoApprove?: 'all'; onError?: (e: Err
       events,
       confirmations: new MemoryConfirmHub(),
       inputs: new MemoryInputHub(),
+      limits: new MemoryLimits(),
       ledger,
       coordinatorId: id,
       leaseMs: 60,

@@ -11,6 +11,8 @@ import { settleWithin } from '../support/settle.js';
 export const MAX_ROUND_RETRIES = 5;
 /** How long a coordinator's lease lasts without a heartbeat, unless told otherwise; its rounds are taken over after. */
 export const DEFAULT_LEASE_MS = 5_000;
+/** How long a round must stay on no coordinator's list before a retry waiting for it takes it over. */
+export const ORPHAN_CONFIRM_MS = 1_000;
 /** How long a leaving coordinator waits to take itself off the ledger. */
 const LEAVE_WAIT_MS = 1_000;
 
@@ -66,6 +68,25 @@ export class RoundRecovery {
    */
   unsure(ref: RoundRef): void {
     this.strand(ref);
+  }
+
+  /**
+   * A round a retry waits for that is still running under `owner` but on nobody's list: its
+   * coordinator gave it up (its begin or commit went unacknowledged by the replicas, or timed out
+   * and landed later) and will not finish it. Checked twice, `ORPHAN_CONFIRM_MS` apart, with the
+   * owner unchanged (a takeover under way moves it), then taken over here like a dead
+   * coordinator's round. True when it was taken over.
+   */
+  async adoptOrphan(ref: RoundRef, owner: string): Promise<boolean> {
+    const { ledger } = this.options;
+    if (await ledger.isListed(ref, owner)) return false;
+    await new Promise((r) => setTimeout(r, ORPHAN_CONFIRM_MS));
+    const again = await this.options.store.getRound(ref.session, ref.run, ref.round);
+    if (again?.state !== 'running' || again.owner !== owner || (await ledger.isListed(ref, owner))) return false;
+    await ledger.track(ref, this.options.coordinatorId);
+    this.options.onRecover?.(ref, { coordinator: owner, decided: false });
+    await this.resumeRound(ref, owner);
+    return true;
   }
 
   /** A round that needs no more of this coordinator (answered from the store, or done): off its list at the next heartbeat. */

@@ -1,9 +1,11 @@
+import type { CallResult } from '@tool-dispatch/shared';
 import type { PlannedCall, RoundContext, RoundHooks, RoundRef, RoundResponse, StoredPlanned } from '../model.js';
 import { type CommitDeps, commitPass, publishCommitted } from '../passes/commit.js';
 import { type ExecuteDeps, executePass } from '../passes/execute.js';
 import { confirmGate, type GateDeps } from '../passes/gate.js';
 import { type PreflightDeps, preflightPass, type ReadAhead } from '../passes/preflight.js';
 import { sessionSpecs } from '../rules/catalog.js';
+import { fetchedByFindTools } from '../rules/find-tools.js';
 import { restoreCall } from '../rules/normalize-call.js';
 import { parkKindOf } from '../rules/park.js';
 import { roundStartedData } from '../rules/round-started.js';
@@ -28,6 +30,8 @@ export interface RoundStart {
   rawCalls: unknown[];
   read?: ReadAhead;
   resume?: Resume;
+  /** Cancels this round only (its calls end `cancelled`), beside the run's signal. */
+  cancel?: AbortSignal;
 }
 
 /** One round through the three passes (DESIGN.md), inside the `round` hook (its span) when there is one. */
@@ -46,16 +50,27 @@ async function roundBody(deps: RoundDeps, ctx: RoundContext, start: RoundStart):
   const planned = kept
     ? restorePlanned(kept, sessionSpecs(deps.catalog, ctx.session.clientTools))
     : await planRound(deps, ctx, start);
-  const results = await executePass(deps, ctx, planned);
+  const results = withApprovals(planned, await executePass(deps, ctx, planned));
   const events = await inPass(deps.hooks, 'commit', ctx.ref, () => commitPass(deps, ctx, planned, results));
   // Another coordinator took the round over (this one was thought dead): its answer stands.
   if (!events) return awaitRound(deps.store, ctx.ref);
+  // find_tools fetches once its answer is committed as the round's result.
+  const found = fetchedByFindTools(planned, results);
+  if (found.length > 0) await deps.store.markFetched(ctx.ref.session, found);
   const ran = planned.filter((p) => p.decision.kind === 'run' && !parkKindOf(p.spec)).map((p) => p.call.index);
   if (ran.length > 0) deps.executor.committed?.(ctx.ref.round, ran, ctx.origin);
   const onResult = deps.hooks?.result;
-  if (onResult) for (const [i, r] of results.entries()) onResult(r, planned[i] as PlannedCall);
+  if (onResult) for (const [i, r] of results.entries()) onResult(r, planned[i] as PlannedCall, ctx.ref);
   await publishCommitted(deps, ctx, events);
   return { round: ctx.ref.round, results };
+}
+
+/** v1.2: every call that passed the confirm gate says who let it through, in its result, history and event. */
+function withApprovals(planned: readonly PlannedCall[], results: CallResult[]): CallResult[] {
+  return results.map((r, i) => {
+    const d = planned[i]?.decision;
+    return d?.kind === 'run' && d.approval ? { ...r, approval: d.approval } : r;
+  });
 }
 
 /** Pass 1, then the confirm gate; a person's answers are kept, so a coordinator taking the round over does not ask again. */

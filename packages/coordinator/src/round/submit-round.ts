@@ -3,7 +3,7 @@ import type { NormalCall, RoundContext, RoundRef, RoundResponse, SessionState, S
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
 import { isDedupable } from '../rules/dedupe.js';
-import { normalizeCall, storedCallOf } from '../rules/normalize-call.js';
+import { comparedCallOf, normalizeCall, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
 import type { BeginRound } from '../store/store.js';
@@ -42,8 +42,7 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
     const beginning = store.beginRound({
       ...ref,
       idempotencyKey: input.idempotencyKey,
-      // Only a retry under the same key compares it.
-      callsHash: input.idempotencyKey === undefined ? '' : hashCanonical(stored),
+      callsHash: callsHashOf(input, calls),
       ...(owner ? { owner, calls: stored } : {}),
       ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
@@ -52,9 +51,7 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
     const both = tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning;
     begin = await (store.inProcess ? both : withinPatience(both));
   } catch (e) {
-    // Failed, not answered in time, or only its reply lost (the round stored, its key held):
-    // resumed later if it was stored.
-    r.recovery?.unsure(ref);
+    forgetUnbegun(r.recovery, ref, e);
     throw e;
   }
   if (begin.kind !== 'new') r.recovery?.release(ref);
@@ -66,19 +63,43 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
         'idempotency_conflict',
         `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
       );
-    case 'existing':
-      return awaitRound(store, { ...ref, round: begin.record.round }, input.signal);
+    case 'existing': {
+      const held = { ...ref, round: begin.record.round };
+      const recovery = r.recovery;
+      const adopt = recovery ? (owner: string) => recovery.adoptOrphan(held, owner) : undefined;
+      return awaitRound(store, held, input.signal, adopt);
+    }
     case 'new': {
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
-      return startRound(r, ref, begin.session, { rawCalls: input.calls, read });
+      return startRound(r, ref, begin.session, {
+        rawCalls: input.calls,
+        read,
+        ...(input.cancel ? { cancel: input.cancel } : {}),
+      });
     }
     default:
       return assertNever(begin, 'beginRound outcome');
   }
 }
 
+/** What a retry under the same Idempotency-Key is compared by: the calls after their shape is normalised ('' without a key). */
+function callsHashOf(input: SubmitRoundInput, calls: readonly NormalCall[]): string {
+  if (input.idempotencyKey === undefined) return '';
+  return hashCanonical(input.calls.map((raw, i) => comparedCallOf(raw, calls[i] as NormalCall)));
+}
+
+/** A begin that failed: what this coordinator's list keeps of the round. */
+function forgetUnbegun(recovery: RoundRecovery | undefined, ref: RoundRef, e: unknown): void {
+  // Stored but not acknowledged by the replicas (TD_REDIS_REPLICA_ACKS): it runs nothing here,
+  // and leaves this coordinator's list, so a retry under its key takes it over if it survived.
+  if (e instanceof RequestError && e.unacknowledged) recovery?.release(ref);
+  // Failed, not answered in time, or only its reply lost (the round stored, its key held):
+  // resumed later if it was stored.
+  else recovery?.unsure(ref);
+}
+
 /**
- * How long a round's beginning may take before the request is answered 503 store_unavailable:
+ * How long a round's beginning may take before the request is answered 503 unavailable:
  * longer than the Redis client rides out a node away (CLUSTER_PATIENCE_MS, 12 s), so this only
  * ends a request whose command the client lost (seen on a cluster while a primary was down).
  */
@@ -87,7 +108,7 @@ export const BEGIN_PATIENCE_MS = 20_000;
 function withinPatience<T>(begin: Promise<T>): Promise<T> {
   return within(begin, BEGIN_PATIENCE_MS, () => {
     const why = `the store did not answer within ${BEGIN_PATIENCE_MS} ms (Redis away?); send the round again under the same Idempotency-Key`;
-    throw new RequestError('store_unavailable', why);
+    throw new RequestError('unavailable', why);
   });
 }
 
@@ -98,7 +119,8 @@ export function startRound(
   session: SessionState,
   start: RoundStart,
 ): Promise<RoundResponse> {
-  return r.runs.track(ref, (signal) => {
+  return r.runs.track(ref, (runSignal) => {
+    const signal = start.cancel ? AbortSignal.any([runSignal, start.cancel]) : runSignal;
     const ctx: RoundContext = {
       ref,
       session,

@@ -57,9 +57,37 @@ describe('isCacheable', () => {
       expect(isCacheable(spec('fetch_page'), 'fetch_page', { url: 'https://alice@example.test/' })).toBe(false);
       expect(isCacheable(spec('http_request'), 'http_request', { url: 'https://:pw@example.test/' })).toBe(false);
     });
+
+    const credentialParams = [
+      'token',
+      'access_token',
+      'api_key',
+      'apiKey',
+      'KEY',
+      'client_secret',
+      'auth',
+      'oauth_verifier',
+      'X-Amz-Signature',
+      'sig',
+      'password',
+      'sessionid',
+      'JSESSIONID',
+    ];
+    for (const name of credentialParams) {
+      it(`never caches a URL with a ?${name}= query parameter (fetch_page and GET http_request)`, () => {
+        const withParam = `https://example.test/data?page=2&${encodeURIComponent(name)}=abc`;
+        expect(isCacheable(spec('fetch_page'), 'fetch_page', { url: withParam })).toBe(false);
+        expect(isCacheable(spec('http_request'), 'http_request', { url: withParam })).toBe(false);
+      });
+    }
   });
 
   describe('when the request carries no credentials', () => {
+    it('caches a URL whose query parameters are named like nothing secret', () => {
+      const plain = 'https://example.test/search?q=token+bucket&page=2&lang=en&sort=desc';
+      expect(isCacheable(spec('fetch_page'), 'fetch_page', { url: plain })).toBe(true);
+    });
+
     it('caches a GET http_request with ordinary headers', () => {
       const headers = { Accept: 'text/html', 'User-Agent': 'td', 'Cache-Control': 'no-cache' };
       expect(isCacheable(spec('http_request'), 'http_request', { url, headers })).toBe(true);

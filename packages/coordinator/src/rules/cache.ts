@@ -1,8 +1,13 @@
 import { httpMethod } from './dedupe.js';
 
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key']);
+/** A query parameter whose name contains one of these, in any case, carries a credential (`?access_token=`, `?api_key=`, `?X-Amz-Signature=`). */
+const CREDENTIAL_QUERY_WORDS = ['token', 'secret', 'auth', 'key', 'sig', 'password', 'session'] as const;
 
-/** DESIGN.md step 7: requests carrying credentials are never cached. */
+/**
+ * DESIGN.md step 7: requests carrying credentials are never cached: a credential header, user
+ * info in the URL, or a query parameter named like a credential.
+ */
 export function hasCredentials(args: Record<string, unknown>): boolean {
   const headers = args.headers;
   if (headers && typeof headers === 'object') {
@@ -15,6 +20,10 @@ export function hasCredentials(args: Record<string, unknown>): boolean {
     try {
       const u = new URL(args.url);
       if (u.username || u.password) return true;
+      for (const name of u.searchParams.keys()) {
+        const n = name.toLowerCase();
+        if (CREDENTIAL_QUERY_WORDS.some((w) => n.includes(w))) return true;
+      }
     } catch {
       return false;
     }

@@ -83,7 +83,12 @@ export function announcedSpec(t: AnnouncedTool): ToolSpec {
     confirm: t.confirm,
   };
   if (t.timeoutMs !== undefined) def.timeoutMs = t.timeoutMs;
-  return { ...resolveSpec(def, 'mcp'), dedupe: t.dedupe, server: t.server };
+  return {
+    ...resolveSpec(def, 'mcp'),
+    dedupe: t.dedupe,
+    server: t.server,
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  };
 }
 
 /** All tool definitions known to the system: built-ins, then registered ones (user, MCP). */

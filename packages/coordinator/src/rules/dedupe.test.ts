@@ -73,9 +73,11 @@ describe('isDedupable', () => {
   });
 });
 
-describe('download_file', () => {
-  it('is never deduped: each call writes the workspace again', () => {
+describe('download_file and write_todo', () => {
+  it('are never deduped: each call writes the workspace again (even when the tool says dedupe)', () => {
     expect(isDedupable(spec('download_file'), 'download_file', { url: 'https://x.test/a', path: 'a' })).toBe(false);
+    expect(isDedupable(spec('write_todo'), 'write_todo', { items: [] })).toBe(false);
+    expect(isDedupable({ name: 'write_todo', dedupe: true }, 'write_todo', { items: [] })).toBe(false);
   });
 });
 

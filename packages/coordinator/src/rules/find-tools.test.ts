@@ -1,7 +1,7 @@
 import type { ToolSpec } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
 import { Catalog, resolveSpec } from './catalog.js';
-import { findTools } from './find-tools.js';
+import { findTools, indexBuilds } from './find-tools.js';
 
 const builtins = new Catalog().all();
 const user = (name: string, description: string): ToolSpec =>
@@ -83,11 +83,52 @@ describe('findTools', () => {
       expect(findTools(builtins, { query: 'xylophone' })).toEqual({ tools: [] });
     });
 
-    it('returns at most 20 matches', () => {
+    it('returns the best 5 by default, `limit` of them when asked, cutting the same ranking', () => {
       const many = Array.from({ length: 30 }, (_, i) => user(`api_w${String(i).padStart(2, '0')}`, 'Weather.'));
-      const out = findTools(many, { query: 'weather' });
-      expect(out.tools).toHaveLength(20);
-      expect(names(out)[0]).toBe('api_w00');
+      const five = names(findTools(many, { query: 'weather' }));
+      expect(five).toHaveLength(5);
+      const twenty = names(findTools(many, { query: 'weather', limit: 20 }));
+      expect(twenty).toHaveLength(20);
+      expect(twenty.slice(0, 5)).toEqual(five);
+      expect(names(findTools(many, { query: 'weather', limit: 2 }))).toEqual(five.slice(0, 2));
+      expect(five[0]).toBe('api_w00');
+    });
+
+    it('puts a tool named by a word of the query first, whatever else matches better', () => {
+      const out = names(findTools(builtins, { query: 'please use write_todo to read files from the workspace' }));
+      expect(out[0]).toBe('write_todo');
+      expect(out).toContain('read_files');
+      expect(names(findTools(builtins, { query: 'http_request' }))[0]).toBe('http_request');
+    });
+
+    it('matches parameter names and descriptions too', () => {
+      const available = [
+        user('api_a', 'Does a thing.'),
+        resolveSpec(
+          {
+            name: 'api_b',
+            description: 'Does another thing.',
+            parameters: { type: 'object', properties: { isbn: { type: 'string', description: 'The barcode.' } } },
+          },
+          'user',
+        ),
+      ];
+      expect(names(findTools(available, { query: 'isbn' }))).toEqual(['api_b']);
+      expect(names(findTools(available, { query: 'barcode' }))).toEqual(['api_b']);
+    });
+
+    it('answers the same order for the same tools and query, and indexes a set of tools once', () => {
+      const first = names(findTools(builtins, { query: 'file', limit: 20 }));
+      const built = indexBuilds();
+      for (let i = 0; i < 5; i++) expect(names(findTools(builtins, { query: 'file', limit: 20 }))).toEqual(first);
+      expect(indexBuilds()).toBe(built);
+      findTools([...builtins, user('api_new', 'A new file tool.')], { query: 'file' });
+      expect(indexBuilds()).toBe(built + 1);
+    });
+
+    it('does not offer find_tools itself among the matches, unless named', () => {
+      expect(names(findTools(builtins, { query: 'find tools by a query', limit: 20 }))).not.toContain('find_tools');
+      expect(names(findTools(builtins, { query: 'find_tools' }))[0]).toBe('find_tools');
     });
 
     it('never offers run_tool', () => {

@@ -1,4 +1,4 @@
-import { DEFAULT_TOOL_TIMEOUT_MS, type ExecJob } from '@tool-dispatch/shared';
+import { DEFAULT_TOOL_TIMEOUT_MS, type ExecJob, type JobBudget, standbyThreshold } from '@tool-dispatch/shared';
 import type { PlannedCall, RoundContext } from '../model.js';
 
 /** A call's deadline (API.md): run_command's own `timeoutMs` arg, else the tool's timeout, else 60 s. */
@@ -9,9 +9,11 @@ export function deadlineMsOf(p: PlannedCall): number {
 
 /**
  * The job pass 2 hands the executor for a call: where it runs (the concurrent queue only for a
- * tool tagged concurrent; everything else serial, DESIGN.md pass 2) and its deadline.
+ * tool tagged concurrent; everything else serial, DESIGN.md pass 2), its deadline, and the
+ * session's result budget (`executed`: how many calls of the round run, which bounds what a round
+ * budget can cut).
  */
-export function jobOf(p: PlannedCall, ctx: RoundContext): ExecJob {
+export function jobOf(p: PlannedCall, ctx: RoundContext, executed = 1): ExecJob {
   const { ref, session } = ctx;
   return {
     session: ref.session,
@@ -26,5 +28,10 @@ export function jobOf(p: PlannedCall, ctx: RoundContext): ExecJob {
     queue: p.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
     timeoutMs: deadlineMsOf(p),
     ...(ctx.origin ? { origin: ctx.origin } : {}),
+    ...(session.resultBudget ? { resultBudget: jobBudget(session.resultBudget, executed) } : {}),
   };
+}
+
+function jobBudget(budget: JobBudget, executed: number): JobBudget {
+  return budget.round === undefined ? budget : { ...budget, standbyOver: standbyThreshold(budget.round, executed) };
 }

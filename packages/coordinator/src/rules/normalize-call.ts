@@ -200,6 +200,18 @@ export function storedCallOf(raw: unknown, call: NormalCall): unknown {
   return { id: call.id, name: call.name, unreadableArgs: call.argsProblem };
 }
 
+/**
+ * What an Idempotency-Key's retry is compared by (API.md): the call as `{id, name, args}` after
+ * its shape is normalised, so args sent as a JSON string and as the equal object, or one call in
+ * two of the accepted shapes, are the same call. Unreadable args compare by their problem; an
+ * item that is not a function call, as sent.
+ */
+export function comparedCallOf(raw: unknown, call: NormalCall): unknown {
+  if (call.other) return raw;
+  if (call.argsProblem !== undefined) return { id: call.id, name: call.name, unreadableArgs: call.argsProblem };
+  return { id: call.id, name: call.name, args: call.args };
+}
+
 /** A kept call read back (`storedCallOf`'s inverse): one with unreadable args keeps its problem. */
 export function restoreCall(stored: unknown, index: number): NormalCall {
   if (isObject(stored) && typeof stored.unreadableArgs === 'string' && stored.args === undefined) {

@@ -156,6 +156,10 @@ describe('parkedResult', () => {
   it('ends error/timeout, error/cancelled and (service stopped) error/cancelled, each saying why', () => {
     expect(end({ by: 'timeout' })).toMatchObject({ status: 'error', error: { code: 'timeout' } });
     expect(end({ by: 'timeout' }).error?.message).toMatch(/within 600 ms/);
+    expect(end({ by: 'timeout' }).error?.message).toMatch(/^Nobody answered ask_user/);
+    // A client tool nobody answered: the client did not answer it (never "the client answered").
+    const client = end({ by: 'timeout' }, { kind: 'client' }).error?.message;
+    expect(client).toBe('The client did not answer ask_user within 600 ms (TD_INPUT_TIMEOUT_MS), so it has no result.');
     expect(end({ by: 'cancelled' })).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     expect(end({ by: 'stopped' })).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     expect(end({ by: 'stopped' }).error?.message).toMatch(/service stopped/);

@@ -106,7 +106,6 @@ export function parkedResult(
   at: { kind: CallParkKind; durationMs: number; timeoutMs: number },
 ): CallResult {
   const base = { id: p.call.id, name: p.name, durationMs: Math.round(at.durationMs) };
-  const who = at.kind === 'interactive' ? 'Nobody' : 'The client';
   let kind: FailureKind;
   let message: string;
   switch (settlement.by) {
@@ -124,7 +123,10 @@ export function parkedResult(
     }
     case 'timeout':
       kind = 'deadline';
-      message = `${who} answered ${p.name} within ${at.timeoutMs} ms (TD_INPUT_TIMEOUT_MS), so it has no result.`;
+      message =
+        at.kind === 'interactive'
+          ? `Nobody answered ${p.name} within ${at.timeoutMs} ms (TD_INPUT_TIMEOUT_MS), so it has no result.`
+          : `The client did not answer ${p.name} within ${at.timeoutMs} ms (TD_INPUT_TIMEOUT_MS), so it has no result.`;
       break;
     case 'cancelled':
       kind = 'run_cancelled';

@@ -26,6 +26,7 @@ interface Options {
   /** Schemas already shown: every tool (default), or the session's initial set. */
   fetched?: 'all' | 'initial' | string[];
   runnable?: string[];
+  noWorkers?: boolean;
   autoApprove?: string[] | 'all';
   /** The run's dedupe map. */
   dedupe?: DedupeEntry[];
@@ -59,6 +60,7 @@ function sessionInput(opts: Options = {}): PreflightInput & { dedupeAsked: strin
     fetched: new Set(fetched),
     specs,
     runnable: new Set(opts.runnable ?? [...HANDLED, 'api_pay']),
+    ...(opts.noWorkers ? { noWorkers: true } : {}),
     autoApprove: opts.autoApprove ?? [],
     ...(opts.knownKeys ? { knownKeys: opts.knownKeys } : {}),
     dedupeAsked,
@@ -541,13 +543,23 @@ describe('preflight', () => {
       expect(input.fetched.has('teleport')).toBe(false);
     });
 
-    it('comes before existence: a defined tool without a handler shows its schema first', async () => {
+    it('is skipped for a defined tool nothing can run: unknown at once, no schema first (DESIGN.md step 5)', async () => {
       const planned = await plan(
         { fetched: 'initial' },
         viaRunTool('c1', 'chat_history', { path: 'a' }),
         viaRunTool('c2', 'chat_history', { path: 'b' }),
       );
-      expect(planned.map(statusOf)).toEqual(['schema', 'unknown']);
+      expect(planned.map(statusOf)).toEqual(['unknown', 'unknown']);
+      const r = resultOf(planned[0]);
+      expect(r.error?.message).toMatch(/no tool named "chat_history".*find_tools/);
+    });
+
+    it('still shows a parked tool’s schema first: the client or a person runs it', async () => {
+      const planned = await plan(
+        { fetched: 'initial', runnable: [] },
+        viaRunTool('c1', 'ask_user', { question: 'Which?' }),
+      );
+      expect(planned.map(statusOf)).toEqual(['schema']);
     });
 
     describe('when the provider is claude-code', () => {
@@ -573,7 +585,17 @@ describe('preflight', () => {
     it('answers unknown for a defined tool with no registered handler', async () => {
       const r = resultOf((await plan({ runnable: [] }, viaRunTool('c1', 'calculate', { expression: '1' })))[0]);
       expect(r).toMatchObject({ name: 'calculate', status: 'unknown' });
-      expect(r.error?.message).toMatch(/no handler is registered/);
+      expect(r.error?.message).toMatch(/no tool named "calculate" that can run here \(no handler is registered/);
+    });
+
+    it('answers error/unavailable, never unknown, for a known tool when no worker is announced at all (API.md v1.2)', async () => {
+      const r = resultOf(
+        (await plan({ runnable: [], noWorkers: true }, viaRunTool('c1', 'calculate', { expression: '1' })))[0],
+      );
+      expect(r).toMatchObject({ name: 'calculate', status: 'error', error: { code: 'unavailable' } });
+      expect(r.error?.message).toMatch(/did not run: no worker is available/);
+      const nowhere = resultOf((await plan({ runnable: [], noWorkers: true }, viaRunTool('c2', 'nowhere', {})))[0]);
+      expect(nowhere.status).toBe('unknown');
     });
 
     it('lets a client tool go on with no handler: pass 2 parks it for its client (API.md v1.1)', async () => {

@@ -33,9 +33,20 @@ export interface PreflightInput {
   loaded: ReadonlySet<string>;
   /** Mutated: schemas fetched by earlier calls of the round are fetched for later ones. */
   fetched: Set<string>;
+  /**
+   * Mutated: the names only a find_tools call of the round fetched. They are the session's only
+   * once that call's result is committed (`fetchedByFindTools`): one that never ran fetches nothing.
+   */
+  foundByFindTools?: Set<string>;
   specs: ReadonlyMap<string, ToolSpec>;
   /** Tools with a registered handler (workers); never client tools, which the client runs. */
   runnable: ReadonlySet<string>;
+  /**
+   * No worker is announced at all (distributed mode, after the round's patience): the workers'
+   * registry is empty, lost with a Redis primary, say. A tool the catalog knows then ends
+   * `error`/`unavailable`, never `unknown` (API.md v1.2 "Known tools stay known").
+   */
+  noWorkers?: boolean;
   autoApprove: readonly string[] | 'all';
   /** Keys worked out ahead of pass 1 (`lookupKeys`), reused where a call resolves the same way. */
   knownKeys?: ReadonlyMap<NormalCall, KnownKey>;
@@ -247,7 +258,8 @@ const dedupeStep: Step = (planned, _input, round) => {
 
 /** Step 4: a deferred schema not yet shown to this session: shown now, with what is wrong with the args sent. */
 const schemaStep: Step = ({ call, name, args, spec, argsProblem }, input) => {
-  if (!spec || input.fetched.has(name)) return undefined;
+  // A tool nothing can run has, for the model, no definition: step 5 answers it unknown at once.
+  if (!spec || input.fetched.has(name) || !canRunHere(spec, input)) return undefined;
   input.fetched.add(name);
   const check =
     argsProblem === undefined ? validateAgainst(spec.parameters, args) : { valid: false, problems: [argsProblem] };
@@ -270,15 +282,26 @@ const existenceStep: Step = ({ call, name, spec }, input) => {
     );
   // Parked in pass 2 (API.md "Parked calls"): its answer comes through the inputs endpoints.
   if (parkKindOf(spec)) return undefined;
-  if (!COORDINATOR_TOOLS.has(name) && !input.runnable.has(name))
+  if (!canRunHere(spec, input) && input.noWorkers)
+    return stop(
+      call,
+      name,
+      'no_workers',
+      `"${name}" did not run: no worker is available right now (their registry in Redis is empty, as after a failover). Try again in a moment.`,
+    );
+  if (!canRunHere(spec, input))
     return stop(
       call,
       name,
       'no_handler',
-      `"${name}" is defined but no handler is registered for it right now, so it cannot run.`,
+      `There is no tool named "${name}" that can run here (no handler is registered for it). Use find_tools to search for the tool you need.`,
     );
   return undefined;
 };
+
+/** A tool something can run: a handler, the coordinator, or (parked) its client or a person. */
+const canRunHere = (spec: ToolSpec, input: PreflightInput) =>
+  COORDINATOR_TOOLS.has(spec.name) || input.runnable.has(spec.name) || parkKindOf(spec) !== undefined;
 
 /** Step 6, first: args that are not a JSON object (not JSON at all, an array, a string…). */
 const unreadableArgsStep: KnownStep = ({ call, name, argsProblem }) =>
@@ -306,17 +329,27 @@ const cacheStep: KnownStep = (planned, _spec, _input, round) => {
 /** find_tools is answered here, so later calls of the round see the schemas it fetches. */
 const findToolsStep: KnownStep = (planned, _spec, input) => {
   if (planned.name !== 'find_tools') return undefined;
+  // With no worker announced at all (the registry lost), every tool the catalog knows stays findable.
   const visible = [...input.specs.values()].filter(
-    (s) => COORDINATOR_TOOLS.has(s.name) || input.runnable.has(s.name) || parkKindOf(s) !== undefined,
+    (s) =>
+      COORDINATOR_TOOLS.has(s.name) ||
+      input.runnable.has(s.name) ||
+      parkKindOf(s) !== undefined ||
+      (input.noWorkers === true && s.kind !== 'client'),
   );
   const answer = () => findTools(visible, planned.args);
   const output = input.observeFindTools ? input.observeFindTools(planned, answer) : answer();
-  for (const t of output.tools) input.fetched.add(t.name);
+  for (const t of output.tools) {
+    if (!input.fetched.has(t.name)) input.foundByFindTools?.add(t.name);
+    input.fetched.add(t.name);
+  }
   return { kind: 'run', needsConfirm: false, output };
 };
 
 /** Step 8: the confirm gate (asked for all of the round at once, by the gate pass), unless auto-approved. */
 function confirmStep({ name, args }: PlannedCall, spec: ToolSpec, input: PreflightInput): CallDecision {
+  if (!needsConfirmation(spec, name, args)) return { kind: 'run', needsConfirm: false };
   const approved = input.autoApprove === 'all' || input.autoApprove.includes(name);
-  return { kind: 'run', needsConfirm: needsConfirmation(spec, name, args) && !approved };
+  if (!approved) return { kind: 'run', needsConfirm: true };
+  return { kind: 'run', needsConfirm: false, approval: { by: 'auto', at: new Date().toISOString() } };
 }

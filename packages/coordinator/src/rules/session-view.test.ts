@@ -1,6 +1,14 @@
+import type { ToolSpec } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { Catalog, sessionSpecs } from './catalog.js';
-import { buildToolsView, initiallyFetched, loadedSet } from './session-view.js';
+import { announcedSpec, Catalog, sessionSpecs } from './catalog.js';
+import {
+  buildToolsView,
+  CONTEXT_MAX_CHARS,
+  CONTEXT_MAX_PER_TOOL,
+  fetchedSet,
+  initiallyFetched,
+  loadedSet,
+} from './session-view.js';
 
 const client = [{ name: 'ui_pick', description: 'Pick a file in the UI.', parameters: { type: 'object' } }];
 const specs = sessionSpecs(new Catalog(), client);
@@ -18,6 +26,25 @@ describe('deferred schemas and providers', () => {
     it('loads find_tools, run_tool and client tools, all fetched from the start', () => {
       expect([...loadedSet('openai', specs, client)].sort()).toEqual(['find_tools', 'run_tool', 'ui_pick']);
       expect(initiallyFetched('anthropic', client).sort()).toEqual(['find_tools', 'run_tool', 'ui_pick']);
+    });
+  });
+
+  describe('when the provider is mcp (API.md v1.2 "MCP server")', () => {
+    it('gives every runnable tool but run_tool with its full schema, find_tools included', () => {
+      const view = buildToolsView('mcp', specs, runnable, new Set(['find_tools']));
+      const names = view.tools.map((t) => t.name);
+      expect(names).not.toContain('run_tool');
+      expect(names.sort()).toEqual(['ask_user', 'find_tools', ...runnable, 'ui_pick'].sort());
+      expect(view.tools.find((t) => t.name === 'read_files')?.parameters).toEqual(specs.get('read_files')?.parameters);
+    });
+
+    it('loads every tool but run_tool, and treats every tool of the catalog as fetched, later ones too', () => {
+      expect(loadedSet('mcp', specs, client).has('run_tool')).toBe(false);
+      expect(loadedSet('mcp', specs, client).has('read_files')).toBe(true);
+      expect(initiallyFetched('mcp', client)).not.toContain('run_tool');
+      const fetched = fetchedSet('mcp', ['find_tools'], specs);
+      for (const name of specs.keys()) expect(fetched.has(name)).toBe(true);
+      expect([...fetchedSet('openai', ['find_tools'], specs)]).toEqual(['find_tools']);
     });
   });
 
@@ -68,5 +95,67 @@ describe('deferred schemas and providers', () => {
       expect(loaded.has('read_files')).toBe(true);
       expect(initiallyFetched('claude-code', client).sort()).toEqual(['find_tools', 'ui_pick']);
     });
+  });
+});
+
+/** A catalog of the built-ins plus `servers` MCP servers of `perServer` tools each, all runnable. */
+function bigCatalog(servers: number, perServer: number): { specs: Map<string, ToolSpec>; runnable: Set<string> } {
+  const out = sessionSpecs(new Catalog(), []);
+  for (let i = 0; i < servers; i++) {
+    for (let j = 0; j < perServer; j++) {
+      const server = `server${i}`;
+      const tool = `some_tool_with_a_longish_name_${j}`;
+      const spec = announcedSpec({
+        server,
+        tool,
+        name: `mcp__${server}__${tool}`,
+        description: `Does the ${j}th thing of server ${i}, described at length: ${'words '.repeat(40)}.`,
+        parameters: { type: 'object' },
+        confirm: false,
+        dedupe: true,
+      });
+      out.set(spec.name, spec);
+    }
+  }
+  return { specs: out, runnable: new Set(out.keys()) };
+}
+
+describe('the turn context (API.md v1.2: bounded)', () => {
+  it('grows by at most 100 characters per deferred tool', () => {
+    for (const provider of ['openai', 'claude-code']) {
+      let last = buildToolsView(provider, bigCatalog(0, 0).specs, bigCatalog(0, 0).runnable).context.length;
+      for (let n = 1; n <= 40; n++) {
+        const { specs: s, runnable: r } = bigCatalog(1, n);
+        const now = buildToolsView(provider, s, r).context.length;
+        expect(now - last, `${provider}, tool ${n}`).toBeLessThanOrEqual(CONTEXT_MAX_PER_TOOL);
+        last = now;
+      }
+    }
+  });
+
+  it('cuts a long description to its first sentence, the line to 100 characters', () => {
+    const { specs: s, runnable: r } = bigCatalog(1, 1);
+    const line = buildToolsView('openai', s, r)
+      .context.split('\n')
+      .find((l) => l.includes('server0'));
+    expect(line?.length).toBeLessThanOrEqual(CONTEXT_MAX_PER_TOOL - 1);
+  });
+
+  it('stays under 8000 characters whatever the catalog, naming servers and saying to search', () => {
+    for (const [servers, perServer] of [
+      [3, 30],
+      [20, 50],
+      [400, 3],
+    ] as const) {
+      const { specs: s, runnable: r } = bigCatalog(servers, perServer);
+      for (const provider of ['openai', 'anthropic', 'claude-code']) {
+        const { context } = buildToolsView(provider, s, r);
+        expect(context.length, `${provider} with ${servers}×${perServer}`).toBeLessThan(CONTEXT_MAX_CHARS);
+        expect(context).toMatch(/find_tools/);
+      }
+      const { context } = buildToolsView('openai', s, r);
+      expect(context).toMatch(/MCP server server0: \d+ tools/);
+      expect(context).toContain('read_files');
+    }
   });
 });

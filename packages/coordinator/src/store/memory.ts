@@ -4,11 +4,14 @@ import type {
   CachedResult,
   DedupeEntry,
   DedupeInvalidation,
+  Grant,
+  GrantMatch,
   HistoryEntry,
   SessionState,
   StoredPlanned,
 } from '../model.js';
 import { resultOf } from '../model.js';
+import { grantLive, MAX_GRANTS_PER_SESSION, pickGrant } from '../rules/grants.js';
 import { getOrCreate } from '../support/maps.js';
 import type {
   BeginRound,
@@ -45,6 +48,8 @@ interface SessionBucket {
   rounds: Map<string, KeptRound>;
   /** `<run>\u0000<idempotency key>` → round id. */
   idempotency: Map<string, string>;
+  /** (v1.2) grantId → grant. */
+  grants?: Map<string, Grant>;
   usedAt: number;
 }
 
@@ -122,6 +127,34 @@ export class MemoryStore implements Store {
     const s = this.bucket(session)?.state;
     if (!s) return;
     for (const n of names) if (!s.fetched.includes(n)) s.fetched.push(n);
+  }
+
+  async addGrant(session: string, grant: Grant): Promise<boolean> {
+    const bucket = this.bucket(session, true);
+    bucket.grants ??= new Map();
+    const grants = bucket.grants;
+    const now = this.now();
+    for (const [id, g] of grants) if (!grantLive(g, now)) grants.delete(id);
+    if (grants.size >= MAX_GRANTS_PER_SESSION) return false;
+    grants.set(grant.grantId, { ...grant });
+    return true;
+  }
+
+  async listGrants(session: string): Promise<Grant[]> {
+    const now = this.now();
+    const live = [...(this.bucket(session)?.grants?.values() ?? [])].filter((g) => grantLive(g, now));
+    return live.map((g) => ({ ...g })).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  async useGrant(session: string, match: GrantMatch): Promise<Grant | null> {
+    const grant = pickGrant([...(this.bucket(session)?.grants?.values() ?? [])], match);
+    if (!grant) return null;
+    grant.uses += 1;
+    return { ...grant };
+  }
+
+  async revokeGrant(session: string, grantId: string): Promise<boolean> {
+    return this.bucket(session)?.grants?.delete(grantId) ?? false;
   }
 
   async addAutoApprove(session: string, tool: string): Promise<void> {

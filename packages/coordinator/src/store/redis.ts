@@ -1,14 +1,26 @@
-import { type RedisKeys, redisKeys, SESSION_TTL_MS, tryParseJson } from '@tool-dispatch/shared/redis';
+// long-file: the Redis store is one seam whose domain operations (begin, commit, takeover, sessions, dedupe, cache) each add their durability point (WAIT); a split would scatter one implementation of store.ts over files.
+import {
+  isNotDurable,
+  type RedisKeys,
+  type ReplicaAcks,
+  redisKeys,
+  SESSION_TTL_MS,
+  tryParseJson,
+} from '@tool-dispatch/shared/redis';
 import type {
   CachedResult,
   DedupeEntry,
   DedupeInvalidation,
+  Grant,
+  GrantMatch,
   HistoryEntry,
+  RoundRef,
   RoundResponse,
   SessionState,
   StoredPlanned,
 } from '../model.js';
 import { resultOf } from '../model.js';
+import { RequestError } from '../request-error.js';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
 import { addSessionMembersScript, parseAddSessionMembersReply } from './lua/addSessionMembers-1.lua.js';
@@ -18,6 +30,7 @@ import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDed
 import { failRoundScript, parseFailRoundReply } from './lua/failRound-1.lua.js';
 import { parseSaveDecisionsReply, saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
 import { parseTakeRoundReply, TakeRoundStatus, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
 import type {
   BeginRound,
   BeginRoundInput,
@@ -43,6 +56,12 @@ export interface RedisStoreOptions {
   events?: { replayMs?: number };
   /** BullMQ queue names (every shard's, `{…}` tags included): readiness probes their slots too. */
   queueNames?: readonly string[];
+  /**
+   * TD_REDIS_REPLICA_ACKS (API.md v1.2 durability points): a round's begin and its commit are
+   * acknowledged by this many replicas (WAIT on the node of the round's slot) before the store
+   * says they happened; absent or 0, no WAIT is sent.
+   */
+  durability?: ReplicaAcks;
 }
 
 /** Session fields kept in the `state` JSON; fetched and auto-approve live in their own hash fields. */
@@ -63,6 +82,7 @@ export class RedisStore implements Store {
   private readonly ttlMs: number;
   private readonly events: EventStreamWriter | undefined;
   readonly appendsEvents: boolean;
+  private readonly durability: ReplicaAcks | undefined;
 
   constructor(options: RedisStoreOptions) {
     const ttl = options.sessionTtlMs ?? SESSION_TTL_MS;
@@ -72,6 +92,7 @@ export class RedisStore implements Store {
     this.ttlMs = ttl;
     this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
     this.appendsEvents = this.events !== undefined;
+    this.durability = options.durability?.enabled ? options.durability : undefined;
     this.probeTags = ['{s:_ready}', '{c:_ready}', '{w}', '{t:_ready}', ...(options.queueNames ?? [])];
   }
 
@@ -102,6 +123,26 @@ export class RedisStore implements Store {
     parseAddSessionMembersReply(
       await runScript(this.redis, addSessionMembersScript, keys, ['f:', this.ttlMs, ...names]),
     );
+  }
+
+  addGrant(session: string, grant: Grant): Promise<boolean> {
+    return addGrant(this.grantsOf(session), grant);
+  }
+
+  listGrants(session: string): Promise<Grant[]> {
+    return listGrants(this.grantsOf(session));
+  }
+
+  useGrant(session: string, match: GrantMatch): Promise<Grant | null> {
+    return useGrant(this.grantsOf(session), match);
+  }
+
+  revokeGrant(session: string, grantId: string): Promise<boolean> {
+    return revokeGrant(this.grantsOf(session), grantId);
+  }
+
+  private grantsOf(session: string): GrantsAt {
+    return { redis: this.redis, key: this.keys.grants(session), ttlMs: this.ttlMs };
   }
 
   async addAutoApprove(session: string, tool: string): Promise<void> {
@@ -187,6 +228,9 @@ export class RedisStore implements Store {
     const status = parseCommitRoundReply(await runScript(this.redis, commitRoundScript, keys, args));
     if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
+    // No answer leaves before its commit is acknowledged; unacknowledged, the round is kept for a
+    // retry, which finds what survived.
+    await this.durable(keys[0] as string, `round ${round}'s commit`, 'no answer is sent before it is');
     await this.putCachedItems(tenant, items);
     return { fenced: false };
   }
@@ -304,6 +348,8 @@ export class RedisStore implements Store {
     if (reply.status === BeginRoundStatus.NoSession) return { kind: reply.status };
     if (reply.status === BeginRoundStatus.New) {
       events?.done();
+      // A begin that a failover could lose runs nothing (a retry would begin it again).
+      await this.durable(keys[0] as string, `round ${round}'s begin`, 'nothing of it ran');
       const state = sessionOf(fieldsToHash(reply.session));
       if (!state) throw new Error(`beginRound: session ${session} could not be read`);
       const dedupe = new Map<string, DedupeEntry>();
@@ -319,6 +365,36 @@ export class RedisStore implements Store {
     return { kind: reply.status, record: held ?? fallback };
   }
 
+  /**
+   * A durability point: the writes to `key`'s node acknowledged by TD_REDIS_REPLICA_ACKS replicas,
+   * or a RequestError `unavailable` (503 with Retry-After) naming the point and `consequence`.
+   */
+  private async durable(key: string, point: string, consequence: string): Promise<void> {
+    if (!this.durability) return;
+    try {
+      await this.durability.confirm(key, point);
+    } catch (e) {
+      if (!isNotDurable(e)) throw e;
+      throw new RequestError(
+        'unavailable',
+        `${(e as Error).message}; ${consequence}: send the round again under the same Idempotency-Key in a moment`,
+        true,
+      );
+    }
+  }
+
+  /**
+   * Store.confirmServed: a write on the round record's node (its TTL set again), so this
+   * connection's WAIT covers everything that node had when the answer was read (a replica that
+   * acknowledges it holds the whole stream before it), the commit of another coordinator included.
+   */
+  async confirmServed(ref: RoundRef): Promise<void> {
+    if (!this.durability) return;
+    const key = this.keys.round(ref.session, ref.run, ref.round);
+    await this.redis.pexpire(key, this.ttlMs);
+    await this.durable(key, `round ${ref.round}'s answer`, 'it is not served before it is');
+  }
+
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
     const hash = await this.redis.hgetall(this.keys.round(session, run, round));
     const stored = tryParseJson(hash.record) as Omit<RoundRecord, 'state'> | undefined;
@@ -328,6 +404,7 @@ export class RedisStore implements Store {
     const record: RoundRecord = { ...stored, state };
     if (response) record.response = response;
     if (state === 'failed') record.error = hash.error ?? 'the round failed';
+    if (state === 'running' && hash.owner) record.owner = hash.owner;
     return record;
   }
 

@@ -1,6 +1,7 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DedupeEntry, HistoryEntry, SessionState, StoredPlanned } from '../model.js';
+import type { DedupeEntry, Grant, GrantMatch, HistoryEntry, SessionState, StoredPlanned } from '../model.js';
+import { MAX_GRANTS_PER_SESSION } from '../rules/grants.js';
 import type { CommitItem, Store } from './store.js';
 
 /**
@@ -331,6 +332,71 @@ export function describeStoreContract(
       });
     });
 
+    describe('grants (v1.2)', () => {
+      const match = (over: Partial<GrantMatch> = {}): GrantMatch => ({
+        tool: 'run_command',
+        argsHash: 'h1',
+        run: 'r1',
+        now: Date.now(),
+        ...over,
+      });
+
+      it('keeps a grant with its session and lists it', async () => {
+        const g = grant('g1', { scope: 'args', argsHash: 'h1' });
+        expect(await store.addGrant('s1', g)).toBe(true);
+        expect(await store.listGrants('s1')).toEqual([g]);
+        expect(await store.listGrants('s2')).toEqual([]);
+      });
+
+      it('uses an args grant only for the same args hash, counting each use', async () => {
+        await store.addGrant('s1', grant('g1', { scope: 'args', argsHash: 'h1' }));
+        expect(await store.useGrant('s1', match({ argsHash: 'h2' }))).toBeNull();
+        expect(await store.useGrant('s1', match({ tool: 'edit_file' }))).toBeNull();
+        expect((await store.useGrant('s1', match()))?.uses).toBe(1);
+        expect((await store.useGrant('s1', match()))?.uses).toBe(2);
+        expect((await store.listGrants('s1'))[0]?.uses).toBe(2);
+      });
+
+      it('uses a tool grant for any args; a run grant only in its run', async () => {
+        await store.addGrant('s1', grant('g1', { scope: 'tool', run: 'r1' }));
+        expect((await store.useGrant('s1', match({ argsHash: 'other' })))?.grantId).toBe('g1');
+        expect(await store.useGrant('s1', match({ run: 'r2' }))).toBeNull();
+      });
+
+      it('prefers the narrowest grant: args before tool', async () => {
+        await store.addGrant('s1', grant('gt', { scope: 'tool', createdAt: '2024-01-01T00:00:00.000Z' }));
+        await store.addGrant(
+          's1',
+          grant('ga', { scope: 'args', argsHash: 'h1', createdAt: '2024-01-02T00:00:00.000Z' }),
+        );
+        expect((await store.useGrant('s1', match()))?.grantId).toBe('ga');
+        expect((await store.useGrant('s1', match({ argsHash: 'h9' })))?.grantId).toBe('gt');
+      });
+
+      it('no longer uses or lists a grant past its expiry', async () => {
+        const expiresAt = new Date(Date.now() + 150).toISOString();
+        await store.addGrant('s1', grant('g1', { scope: 'tool', expiresAt }));
+        expect((await store.useGrant('s1', match()))?.grantId).toBe('g1');
+        await sleep(200);
+        expect(await store.useGrant('s1', match())).toBeNull();
+        expect(await store.listGrants('s1')).toEqual([]);
+      });
+
+      it('revokes a grant at once; revoking an unknown one is false', async () => {
+        await store.addGrant('s1', grant('g1', { scope: 'tool' }));
+        expect(await store.revokeGrant('s1', 'g1')).toBe(true);
+        expect(await store.useGrant('s1', match())).toBeNull();
+        expect(await store.revokeGrant('s1', 'g1')).toBe(false);
+      });
+
+      it(`keeps at most ${MAX_GRANTS_PER_SESSION} live grants per session`, async () => {
+        for (let i = 0; i < MAX_GRANTS_PER_SESSION; i++) expect(await store.addGrant('s1', grant(`g${i}`))).toBe(true);
+        expect(await store.addGrant('s1', grant('one-more'))).toBe(false);
+        await store.revokeGrant('s1', 'g0');
+        expect(await store.addGrant('s1', grant('one-more'))).toBe(true);
+      });
+    });
+
     describe('rounds', () => {
       const begin = (round: string, idempotencyKey: string | undefined, callsHash = 'h1', run = 'r1') =>
         store.beginRound({ session: 's1', run, round, idempotencyKey, callsHash });
@@ -552,6 +618,18 @@ function session(id: string, over: Partial<SessionState> = {}): SessionState {
     workspace: `/tmp/ws/${id}`,
     createdAt: 1_700_000_000_000,
     updatedAt: 1_700_000_000_000,
+    ...over,
+  };
+}
+
+function grant(grantId: string, over: Partial<Grant> = {}): Grant {
+  return {
+    grantId,
+    tool: 'run_command',
+    scope: 'tool',
+    createdBy: 'a-approver',
+    createdAt: '2024-01-01T00:00:00.000Z',
+    uses: 0,
     ...over,
   };
 }

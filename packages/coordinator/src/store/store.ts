@@ -2,7 +2,10 @@ import type {
   CachedResult,
   DedupeEntry,
   DedupeInvalidation,
+  Grant,
+  GrantMatch,
   HistoryEntry,
+  RoundRef,
   RoundResponse,
   SessionState,
   StoredPlanned,
@@ -35,6 +38,8 @@ export interface RoundRecord {
   /** Why it failed, for a retry under its key (state `failed`). */
   error?: string;
   createdAt: number;
+  /** The coordinator running it (distributed mode, while it runs): a retry checks it still lists it. */
+  owner?: string;
 }
 
 /** What a takeover finds of a round (`Store.takeRound`). */
@@ -113,6 +118,15 @@ export interface Store {
   /** Adds a tool to the session's auto-approve list. */
   addAutoApprove(session: string, tool: string): Promise<void>;
 
+  /** (v1.2) Keeps a grant with the session (the same slot); false when it has MAX_GRANTS_PER_SESSION live ones. */
+  addGrant(session: string, grant: Grant): Promise<boolean>;
+  /** The session's live grants, oldest first. */
+  listGrants(session: string): Promise<Grant[]>;
+  /** The grant that approves a call (`pickGrant`), its use counted at once; null when none covers it. */
+  useGrant(session: string, match: GrantMatch): Promise<Grant | null>;
+  /** Revokes a grant; false when the session has none under that id. */
+  revokeGrant(session: string, grantId: string): Promise<boolean>;
+
   findDedupe(session: string, run: string, key: string): Promise<DedupeEntry | null>;
   /** `findDedupe` for many keys at once: the entries found, by key. */
   findDedupeMany(session: string, run: string, keys: readonly string[]): Promise<Map<string, DedupeEntry>>;
@@ -164,6 +178,12 @@ export interface Store {
    */
   commitRound(input: CommitRoundInput): Promise<CommittedRound>;
   getRound(session: string, run: string, round: string): Promise<RoundRecord | null>;
+  /**
+   * A durability point before a round's answer read back is served to a retry under its
+   * Idempotency-Key (API.md v1.2): what was read is acknowledged by TD_REDIS_REPLICA_ACKS replicas,
+   * else a RequestError `unavailable`. Absent (or a no-op) where nothing can be lost by a failover.
+   */
+  confirmServed?(ref: RoundRef): Promise<void>;
 
   /** Store reachable (for /readyz). */
   ping(): Promise<boolean>;

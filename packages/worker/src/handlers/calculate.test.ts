@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeContext } from '../test-support.js';
+import { makeContext } from '../../testing/workspace.js';
 import { calculate } from './calculate.js';
 
 const calc = (expression: string) => calculate({ expression }, makeContext('/nonexistent'));

@@ -1,6 +1,6 @@
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
-import { requireString } from '../args.js';
+import { requireString } from '../support/args.js';
 
 // A small recursive-descent evaluator, not a library: mathjs (tried first) takes over 4 s to
 // import, which every worker and CLI start would pay. Only scalar arithmetic exists here, so

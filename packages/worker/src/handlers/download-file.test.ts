@@ -3,8 +3,8 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../http-test-server.js';
-import { makeContext, makeWorkspace } from '../test-support.js';
+import { startTestServer, type TestServer } from '../../testing/http-test-server.js';
+import { makeContext, makeWorkspace } from '../../testing/workspace.js';
 import { createDownloadFile, downloadFile, MAX_DOWNLOAD_BYTES } from './download-file.js';
 
 const SMALL_CAP = 1024;

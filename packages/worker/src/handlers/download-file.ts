@@ -3,10 +3,10 @@ import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
-import { requireString } from '../args.js';
-import { type HttpResponse, withHttpResponse } from '../http-client.js';
-import { errorCode, errorMessage } from '../node-error.js';
-import { isExistingFile, namesDirectory, normalizeWorkspacePath, resolveInWorkspace } from '../workspace.js';
+import { type HttpResponse, withHttpResponse } from '../net/http-client.js';
+import { requireString } from '../support/args.js';
+import { errorCode, errorMessage } from '../support/node-error.js';
+import { isExistingFile, namesDirectory, normalizeWorkspacePath, resolveInWorkspace } from '../support/workspace.js';
 
 /** Most bytes one download writes (API.md: 64 MiB); a larger body fails the call and writes nothing. */
 export const MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024;

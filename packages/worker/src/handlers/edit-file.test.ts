@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeContext, makeWorkspace } from '../test-support.js';
+import { makeContext, makeWorkspace } from '../../testing/workspace.js';
 import { editFile } from './edit-file.js';
 
 let ws: { dir: string; cleanup: () => Promise<void> };

@@ -2,9 +2,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
-import { optionalString, requireString } from '../args.js';
-import { errorCode } from '../node-error.js';
-import { isExistingFile, namesDirectory, resolveInWorkspace } from '../workspace.js';
+import { optionalString, requireString } from '../support/args.js';
+import { errorCode } from '../support/node-error.js';
+import { isExistingFile, namesDirectory, resolveInWorkspace } from '../support/workspace.js';
 
 export interface EditFileOutput {
   path: string;

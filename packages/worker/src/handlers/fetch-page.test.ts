@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../http-test-server.js';
-import { makeContext } from '../test-support.js';
+import { startTestServer, type TestServer } from '../../testing/http-test-server.js';
+import { makeContext } from '../../testing/workspace.js';
 import { fetchPage } from './fetch-page.js';
 
 let server: TestServer;

@@ -1,7 +1,8 @@
 import type { HandlerContext } from '@tool-dispatch/shared';
-import { requireString } from '../args.js';
-import { htmlTitle, htmlToText } from '../html-text.js';
-import { decodeText, httpCall } from '../http-client.js';
+import { decodeText, httpCall } from '../net/http-client.js';
+import { requireString } from '../support/args.js';
+import { htmlTitle, htmlToText } from '../support/html-text.js';
+import { getWithRetryAfter } from './retry-after.js';
 
 export interface FetchPageOutput {
   /** The URL that answered, after redirects. */
@@ -22,9 +23,10 @@ const REQUEST_HEADERS = {
 /** fetch_page: GETs a page through the net guard and reduces it to readable text. */
 export async function fetchPage(args: Record<string, unknown>, ctx: HandlerContext): Promise<FetchPageOutput> {
   const url = requireString(args, 'url');
-  const response = await httpCall(
-    { url, method: 'GET', headers: REQUEST_HEADERS },
-    { signal: ctx.signal, allow: ctx.config.httpAllow },
+  const response = await getWithRetryAfter(
+    () =>
+      httpCall({ url, method: 'GET', headers: REQUEST_HEADERS }, { signal: ctx.signal, allow: ctx.config.httpAllow }),
+    ctx,
   );
   const contentType = response.headers['content-type'];
   const decoded = decodeText(response.body, response.truncated, contentType);

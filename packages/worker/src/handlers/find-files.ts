@@ -2,8 +2,8 @@ import { type Dirent, readdir, realpath } from 'node:fs';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
 import { glob } from 'tinyglobby';
-import { requireString } from '../args.js';
-import { isInsideWorkspace, resolveInWorkspace } from '../workspace.js';
+import { requireString } from '../support/args.js';
+import { isInsideWorkspace, resolveInWorkspace } from '../support/workspace.js';
 
 /** Most paths one find_files call returns; the rest are cut and flagged. */
 export const MAX_FOUND_PATHS = 5000;

@@ -1,9 +1,9 @@
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { MAX_STREAM_BYTES } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpCall } from '../http-client.js';
-import { startTestServer, type TestServer } from '../http-test-server.js';
-import { makeContext } from '../test-support.js';
+import { startTestServer, type TestServer } from '../../testing/http-test-server.js';
+import { makeContext } from '../../testing/workspace.js';
+import { httpCall } from '../net/http-client.js';
 import { httpRequest } from './http-request.js';
 
 let server: TestServer;

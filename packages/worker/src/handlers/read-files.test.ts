@@ -3,7 +3,7 @@ import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MAX_OUTPUT_BYTES, MAX_STREAM_BYTES } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeContext, makeWorkspace } from '../test-support.js';
+import { makeContext, makeWorkspace } from '../../testing/workspace.js';
 import { readFiles } from './read-files.js';
 
 let ws: { dir: string; cleanup: () => Promise<void> };
@@ -120,5 +120,61 @@ describe('read_files', () => {
       code: 'handler_error',
       message: 'args.paths must be an array of strings, got string',
     });
+  });
+});
+
+describe('read_files pages (API.md v1.2: offset, limit, totalLines)', () => {
+  const text = Array.from({ length: 25 }, (_, i) => `line ${i + 1} é 🙂\n`).join('');
+
+  it('answers lines offset..offset+limit-1 with the file’s line count, each with its line break', async () => {
+    await writeFile(path.join(ws.dir, 'w/p.txt'), text);
+    const out = await readFiles({ paths: ['p.txt'], offset: 3, limit: 2 }, ctx());
+    expect(out.files[0]).toEqual({ path: 'p.txt', content: 'line 3 é 🙂\nline 4 é 🙂\n', totalLines: 25 });
+    const tail = await readFiles({ paths: ['p.txt'], offset: 24 }, ctx());
+    expect(tail.files[0]).toMatchObject({ content: 'line 24 é 🙂\nline 25 é 🙂\n', totalLines: 25 });
+    const past = await readFiles({ paths: ['p.txt'], offset: 99, limit: 5 }, ctx());
+    expect(past.files[0]).toMatchObject({ content: '', totalLines: 25 });
+  });
+
+  it('puts pages back together byte for byte, a last line without a break included', async () => {
+    await writeFile(path.join(ws.dir, 'w/q.txt'), `${text}no break at the end`);
+    let whole = '';
+    for (let offset = 1; offset <= 26; offset += 4) {
+      const out = await readFiles({ paths: ['q.txt'], offset, limit: 4 }, ctx());
+      whole += out.files[0]?.content ?? '';
+    }
+    expect(whole).toBe(`${text}no break at the end`);
+  });
+
+  it('applies the page to every path, and leaves entries without offset/limit as before', async () => {
+    await writeFile(path.join(ws.dir, 'w/p.txt'), text);
+    const out = await readFiles({ paths: ['p.txt', 'a.txt'], limit: 1 }, ctx());
+    expect(out.files).toEqual([
+      { path: 'p.txt', content: 'line 1 é 🙂\n', totalLines: 25 },
+      { path: 'a.txt', content: 'alpha', totalLines: 1 },
+    ]);
+    expect((await readFiles({ paths: ['a.txt'] }, ctx())).files[0]).toEqual({ path: 'a.txt', content: 'alpha' });
+  });
+
+  it('pages a file past MAX_STREAM_BYTES, cutting only the page itself at the cap', async () => {
+    const line = `${'z'.repeat(99)}\n`;
+    await writeFile(path.join(ws.dir, 'w/big.txt'), line.repeat(Math.ceil((MAX_STREAM_BYTES * 2) / 100)));
+    const last = await readFiles({ paths: ['big.txt'], offset: 10_000, limit: 1 }, ctx());
+    expect(last.files[0]).toMatchObject({ content: line, totalLines: Math.ceil((MAX_STREAM_BYTES * 2) / 100) });
+  });
+
+  it('refuses an offset or limit that is not a positive integer', async () => {
+    await expect(readFiles({ paths: ['a.txt'], offset: 0 }, ctx())).rejects.toMatchObject({
+      message: /args.offset must be an integer/,
+    });
+    await expect(readFiles({ paths: ['a.txt'], limit: 1.5 }, ctx())).rejects.toMatchObject({
+      message: /args.limit must be an integer/,
+    });
+  });
+
+  it('reads a whole file past MAX_STREAM_BYTES when the session has a result budget (an artifact takes it)', async () => {
+    await writeFile(path.join(ws.dir, 'w/big.txt'), 'x'.repeat(MAX_STREAM_BYTES + 10));
+    const out = await readFiles({ paths: ['big.txt'] }, { ...ctx(), resultBudget: { call: 2000 } });
+    expect(out.files[0]?.content).toHaveLength(MAX_STREAM_BYTES + 10);
   });
 });

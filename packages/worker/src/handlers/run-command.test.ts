@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_STREAM_BYTES } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeContext, makeWorkspace } from '../test-support.js';
+import { makeContext, makeWorkspace } from '../../testing/workspace.js';
 import { KILL_GRACE_MS, runCommand } from './run-command.js';
 
 let ws: { dir: string; cleanup: () => Promise<void> };

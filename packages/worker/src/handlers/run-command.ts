@@ -4,11 +4,11 @@ import { constants as osConstants } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { MAX_STREAM_BYTES, ToolError } from '@tool-dispatch/shared';
-import { abortError } from '../abort.js';
-import { optionalPositiveInt, requireString } from '../args.js';
-import { CappedText } from '../capped-text.js';
-import { errorCode } from '../node-error.js';
-import { resolveInWorkspace } from '../workspace.js';
+import { abortError } from '../support/abort.js';
+import { optionalPositiveInt, requireString } from '../support/args.js';
+import { CappedText } from '../support/capped-text.js';
+import { errorCode } from '../support/node-error.js';
+import { resolveInWorkspace } from '../support/workspace.js';
 
 /** After SIGTERM, how long the process group gets to exit before SIGKILL. */
 export const KILL_GRACE_MS = 1000;

@@ -1,8 +1,8 @@
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
-import { isPlainObject, requireString } from '../args.js';
-import { decodeText, httpCall } from '../http-client.js';
-import { errorMessage } from '../node-error.js';
+import { decodeText, httpCall } from '../net/http-client.js';
+import { isPlainObject, requireString } from '../support/args.js';
+import { errorMessage } from '../support/node-error.js';
 
 export interface SearchResult {
   title: string;

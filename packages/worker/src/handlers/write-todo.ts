@@ -2,8 +2,8 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { HandlerContext } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
-import { isPlainObject } from '../args.js';
-import { resolveInWorkspace } from '../workspace.js';
+import { isPlainObject } from '../support/args.js';
+import { resolveInWorkspace } from '../support/workspace.js';
 
 export interface TodoItem {
   text: string;

@@ -14,12 +14,15 @@ import {
   schemaProblem,
   ToolError,
 } from '@tool-dispatch/shared';
-import { abortError } from '../abort.js';
-import { errorMessage } from '../node-error.js';
+import { abortError } from '../support/abort.js';
+import { errorMessage } from '../support/node-error.js';
 import type { McpServerConfig } from './config.js';
 import { answerElicitation, type ElicitAnswer, elicitationArgs } from './elicitation.js';
 import { type McpCallResult, mcpOutputOf, mcpTextOf } from './output.js';
 import { Turns } from './turns.js';
+
+/** Where an MCP tool call's `_meta` carries the call's idempotency key (API.md "keys for side effects"). */
+export const IDEMPOTENCY_META = 'tool-dispatch/idempotencyKey';
 
 /** How a link reconnects: the first retry after `initialMs`, doubling up to `maxMs`. */
 export interface Backoff {
@@ -148,7 +151,7 @@ export class McpServerLink {
       if (this.state !== 'up' || !client) throw this.downError();
       this.current = ctx;
       const result = (await client.callTool(
-        { name: tool, arguments: args },
+        { name: tool, arguments: args, _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } },
         { signal: ctx.signal, timeout: ctx.timeoutMs + SDK_TIMEOUT_SLACK_MS },
       )) as McpCallResult;
       if (result.isError === true) {
@@ -350,6 +353,7 @@ export class McpServerLink {
       confirm: c.confirm === true || (Array.isArray(c.confirm) && c.confirm.includes(tool.name)),
       ...(c.timeoutMs !== undefined ? { timeoutMs: c.timeoutMs } : {}),
       dedupe: hints.readOnlyHint === true || hints.idempotentHint === true,
+      ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
     };
   }
 }

@@ -1,4 +1,4 @@
-import { Slots } from '../slots.js';
+import { Slots } from '../support/slots.js';
 
 /**
  * One holder at a time, the rest waiting in order; a waiter whose signal aborts leaves the line.

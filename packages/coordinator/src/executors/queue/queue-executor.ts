@@ -8,14 +8,10 @@ import {
   type ExecuteOptions,
   type Executor,
   failedOutcome,
-  type InputReply,
-  type InputRequester,
   type QueueClass,
+  SETTLE_GRACE_MS,
 } from '@tool-dispatch/shared';
 import {
-  type AnswerMessage,
-  type AskMessage,
-  batchJobIdFor,
   CANCEL_TTL_MS,
   type CancelMessage,
   coalesceWrites,
@@ -24,115 +20,41 @@ import {
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
   jobIdFor,
-  MAX_STALLED,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
-  parseOutcome,
   type RedisClient,
-  type RedisConnectionOptions,
   type RedisKeys,
-  type RedisTarget,
   RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
-  STALLED_REASON,
   shardOf,
   shardQueueNames,
-  tryParseJson,
   type WorkerAnnouncement,
 } from '@tool-dispatch/shared/redis';
-import { type Job, Queue } from 'bullmq';
-import { getOrCreate } from '../../support/maps.js';
+import { Queue } from 'bullmq';
 import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
+import { answerQuestion } from './answer-question.js';
+import { CommittedOutcomes } from './committed-outcomes.js';
 import { markCarriedScript } from './lua/markCarried-n.lua.js';
-import { shortenOutcomesScript } from './lua/shortenOutcomes-n.lua.js';
+import type { QueueExecutorOptions } from './options.js';
+import { type LookUpContext, lookUpPending, RESEND } from './overdue.js';
+import {
+  carrierJobId,
+  type Gathering,
+  gatheringKeyOf,
+  jobCallsOf,
+  jobNameFor,
+  newGathering,
+  type Pending,
+  raceAbort,
+  type SentCarrier,
+} from './pending.js';
 import { ResultsReader } from './results-reader.js';
 import { WorkerDirectory } from './worker-directory.js';
 
-export interface QueueExecutorOptions {
-  /** One Redis (REDIS_URL); or `target`. */
-  redisUrl?: string;
-  /** One Redis or a cluster (REDIS_CLUSTER_NODES); wins over redisUrl. */
-  target?: RedisTarget;
-  /** TLS and the like for every connection (`redisConnectionOptions`); duplicates inherit it. */
-  connection?: RedisConnectionOptions;
-  /** TD_PREFIX: BullMQ's prefix and the prefix of every key. */
-  prefix: string;
-  /** Names this coordinator's results stream; default `c-<host>-<pid>-<random>`, no colons. */
-  coordinatorId?: string;
-  /** How often calls waiting longer than this are checked against Redis (safety net; default 1 s). */
-  pollIntervalMs?: number;
-  /**
-   * How long past a call's deadline the coordinator keeps waiting before it decides for itself
-   * (default: enough for a dead worker's lock to expire and the stalled check to notice twice).
-   */
-  overdueGraceMs?: number;
-  /** How long handlerNames() reuses what it read before reading again (default 1 s). */
-  handlerCacheMs?: number;
-  /** Called with infrastructure errors it recovers from (Redis reconnecting and the like). */
-  onError?: (error: Error) => void;
-  /**
-   * TD_QUEUE_SHARDS (default 1): each queue is this many BullMQ queues, each its own hash slot; a
-   * run's jobs all go to the shard `shardOf` its session and run.
-   */
-  queueShards?: number;
-  /** TD_JOB_NAME: each job's name from `{tools}`, `{session}`, `{run}`, `{round}`, `{queue}` (default `{tools}`). */
-  jobName?: string;
-  /** Where a live worker consuming another number of shards is said (once per worker); default onError. */
-  onShardMismatch?: (line: string) => void;
-  /** How long BullMQ keeps a completed job (TD_FINISHED_JOB_RETENTION_MS; default FINISHED_JOB_RETENTION_S). */
-  finishedJobRetentionMs?: number;
-  /** How long a committed round's outcome keys stay (TD_OUTCOME_AFTER_COMMIT_TTL_MS; default OUTCOME_AFTER_COMMIT_TTL_MS). */
-  outcomeAfterCommitTtlMs?: number;
-}
-
-/** How long runJob gives a stopped handler to wind down before reporting (execute-job.ts SETTLE_GRACE_MS). */
-const WORKER_SETTLE_MS = 2_000;
-/** The most calls one job carries (a tick's concurrent calls beyond it go in further jobs). */
-const MAX_CALLS_PER_JOB = 64;
-/** Outcome keys per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
-const SHORTEN_CHUNK = 500;
-
-interface Pending {
-  job: ExecJob;
-  /** The call's id (jobIdFor): its outcome key, cancel mark and results messages. */
-  jobId: string;
-  /** Whose namespace holds its outcome key and cancel mark (ExecJob.origin). */
-  origin: string;
-  enqueuedAt: number;
-  lastCheckedAt: number;
-  settle(outcome: ExecOutcome): void;
-  promise: Promise<ExecOutcome>;
-  /** Its run's shard of the queues (shardOf). */
-  shard: number;
-  /** The BullMQ job carrying it, once enqueued. */
-  carrier?: Carrier;
-  cancelled?: boolean;
-  /** Whom its questions go to (an MCP elicitation), and the run's signal they wait under. */
-  requestInput?: InputRequester;
-  signal: AbortSignal;
-  /** Questions waiting for their answer now: the deadline stands still meanwhile, as on the worker. */
-  asking: number;
-  /** Time its questions waited, added to its deadline. */
-  askedMs: number;
-}
-
-/** One BullMQ job: a serial call, or the concurrent calls admitted together (of one round or several). */
-interface Carrier {
-  jobId: string;
-  queue: QueueClass;
-  shard: number;
-  calls: readonly Pending[];
-}
-
-/** Calls admitted in the same tick, gathered into one job. */
-interface Gathering {
-  calls: Pending[];
-  enqueued: Promise<void>;
-  resolve(): void;
-  reject(error: unknown): void;
-}
+export type { QueueExecutorOptions } from './options.js';
+export { jobNameFor } from './pending.js';
 
 /**
  * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
@@ -155,14 +77,16 @@ export class QueueExecutor implements Executor {
   readonly workers: WorkerDirectory;
   private readonly pollIntervalMs: number;
   private readonly jobName: string;
+  /** TD_JOB_CALLS: the most calls one job carries. */
+  private readonly jobCalls: number;
   private readonly overdueGraceMs: number;
+  private readonly resendLostJobs: boolean;
   private readonly onError: (error: Error) => void;
   private readonly finishedJobRetentionS: number;
-  private readonly outcomeAfterCommitTtlMs: number;
   private readonly pending = new Map<string, Pending>();
   private readonly gathering = new Map<string, Gathering>();
-  /** Outcome keys of committed rounds, by namespace (coordinator), to shorten at the next poll. */
-  private readonly committedOutcomes = new Map<string, string[]>();
+  /** Outcome keys of committed rounds, to shorten at the next poll. */
+  private readonly committedOutcomes: CommittedOutcomes;
   private readonly ready: Promise<void>;
   private readonly poller: NodeJS.Timeout;
   private closed = false;
@@ -174,11 +98,12 @@ export class QueueExecutor implements Executor {
     if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.jobName = options.jobName ?? '{tools}';
-    this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + WORKER_SETTLE_MS;
+    this.jobCalls = jobCallsOf(options.jobCalls);
+    this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + SETTLE_GRACE_MS;
     this.onError = options.onError ?? (() => {});
+    this.resendLostJobs = options.resendLostJobs ?? false;
     // BullMQ counts a job's age in whole seconds.
     this.finishedJobRetentionS = Math.ceil((options.finishedJobRetentionMs ?? FINISHED_JOB_RETENTION_S * 1000) / 1000);
-    this.outcomeAfterCommitTtlMs = options.outcomeAfterCommitTtlMs ?? OUTCOME_AFTER_COMMIT_TTL_MS;
     this.keys = redisKeys(options.prefix);
     this.resultsKey = this.keys.results(this.coordinatorId);
     const target = options.target ?? (options.redisUrl ? { url: options.redisUrl } : undefined);
@@ -188,14 +113,20 @@ export class QueueExecutor implements Executor {
     // The jobs and cancels of one burst of rounds go out in one socket write.
     coalesceWrites(this.redis);
     this.redis.on('error', this.onError);
+    this.committedOutcomes = new CommittedOutcomes(
+      this.redis,
+      this.keys,
+      options.outcomeAfterCommitTtlMs ?? OUTCOME_AFTER_COMMIT_TTL_MS,
+    );
     this.results = new ResultsReader({
       redis: this.redis,
       key: this.resultsKey,
       consumer: this.coordinatorId,
       // Idempotent result handling: a result for a call no longer waiting (answered, cancelled) is dropped.
-      onOutcome: (jobId, outcome) => this.pending.get(jobId)?.settle(outcome),
-      onAsk: (jobId, question) => {
-        this.answerQuestion(jobId, question).catch(this.onError);
+      onOutcome: (callId, outcome) => this.pending.get(callId)?.settle(outcome),
+      onAsk: (callId, question) => {
+        const context = { redis: this.redis, keys: this.keys, coordinatorId: this.coordinatorId };
+        answerQuestion(context, this.pending.get(callId), callId, question).catch(this.onError);
       },
       onError: this.onError,
     });
@@ -216,31 +147,16 @@ export class QueueExecutor implements Executor {
     this.ready.catch(() => undefined);
     this.poller = setInterval(() => {
       this.checkPending().catch(this.onError);
-      this.shortenCommitted().catch(this.onError);
+      this.committedOutcomes.shorten().catch(this.onError);
     }, this.pollIntervalMs);
   }
 
   /**
    * The outcome keys of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
-   * the next poll (one script per namespace and at most SHORTEN_CHUNK keys, whatever the load).
+   * the next poll (CommittedOutcomes).
    */
   committed(round: string, callIndexes: readonly number[], origin?: string): void {
-    const namespace = origin ?? this.coordinatorId;
-    const keys = getOrCreate(this.committedOutcomes, namespace, () => []);
-    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, jobIdFor(round, i)));
-  }
-
-  private async shortenCommitted(): Promise<void> {
-    if (this.committedOutcomes.size === 0) return;
-    const due = [...this.committedOutcomes.values()];
-    this.committedOutcomes.clear();
-    for (const keys of due) {
-      for (let i = 0; i < keys.length; i += SHORTEN_CHUNK) {
-        await runScript(this.redis, shortenOutcomesScript, keys.slice(i, i + SHORTEN_CHUNK), [
-          this.outcomeAfterCommitTtlMs,
-        ]);
-      }
-    }
+    this.committedOutcomes.add(origin ?? this.coordinatorId, round, callIndexes);
   }
 
   /** Union of the handler names announced by live workers (WorkerDirectory.handlerNames). */
@@ -272,8 +188,8 @@ export class QueueExecutor implements Executor {
     const started = Date.now();
     const cancelled = (): ExecOutcome => failedOutcome('run_cancelled', 'the call was cancelled', Date.now() - started);
     if (signal.aborted) return cancelled();
-    const jobId = jobIdFor(job.round, job.callIndex);
-    const joined = this.pending.get(jobId);
+    const callId = jobIdFor(job.round, job.callIndex);
+    const joined = this.pending.get(callId);
     if (joined) return raceAbort(joined.promise, signal, cancelled);
 
     let settle: (outcome: ExecOutcome) => void = () => {};
@@ -282,7 +198,7 @@ export class QueueExecutor implements Executor {
     });
     const entry: Pending = {
       job,
-      jobId,
+      callId,
       origin: job.origin ?? this.coordinatorId,
       enqueuedAt: started,
       lastCheckedAt: started,
@@ -293,13 +209,13 @@ export class QueueExecutor implements Executor {
       askedMs: 0,
       ...(options?.requestInput ? { requestInput: options.requestInput } : {}),
       settle: (outcome) => {
-        if (this.pending.get(jobId) === entry) this.pending.delete(jobId);
+        if (this.pending.get(callId) === entry) this.pending.delete(callId);
         settle(outcome);
       },
     };
-    this.pending.set(jobId, entry);
+    this.pending.set(callId, entry);
     const onAbort = () => {
-      if (this.pending.get(jobId) !== entry) return;
+      if (this.pending.get(callId) !== entry) return;
       entry.cancelled = true;
       entry.settle(cancelled());
       this.cancelCall(entry).catch(this.onError);
@@ -335,7 +251,7 @@ export class QueueExecutor implements Executor {
       this.redis.disconnect();
       return;
     }
-    await settleWithin(this.shortenCommitted().catch(this.onError), bound);
+    await settleWithin(this.committedOutcomes.shorten().catch(this.onError), bound);
     // Nothing waits on this coordinator's results any more.
     await this.redis.del(this.resultsKey).catch(() => undefined);
     await this.redis.quit().catch(() => this.redis.disconnect());
@@ -359,28 +275,17 @@ export class QueueExecutor implements Executor {
   }
 
   /**
-   * Adds a call to the job of this tick, enqueued once every call admitted in this tick has joined:
-   * the concurrent calls of all rounds admitted together (each run's limit already applied) share
-   * one job, up to MAX_CALLS_PER_JOB; a serial call is a job of its own.
+   * Adds a call to the job of this tick (gatheringKeyOf), enqueued once every call admitted in this
+   * tick has joined: the concurrent calls of the rounds admitted together (each run's limit already
+   * applied) share one job, up to TD_JOB_CALLS.
    */
   private gather(entry: Pending): Promise<void> {
-    const { job } = entry;
-    // A serial call always runs alone (DESIGN.md pass 2), so it is a job of its own. A takeover's
-    // calls (origin) travel apart: their worker checks them before it starts them.
-    // A job is of one shard: calls of runs on different shards gather apart.
-    const key =
-      job.queue === 'serial' ? `serial\u0000${entry.jobId}` : `concurrent\u0000${entry.shard}\u0000${job.origin ?? ''}`;
+    const key = gatheringKeyOf(entry, this.jobCalls);
     let gathering = this.gathering.get(key);
     if (!gathering) {
-      let resolve: () => void = () => {};
-      let reject: (error: unknown) => void = () => {};
-      const enqueued = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      gathering = { calls: [], enqueued, resolve, reject };
-      this.gathering.set(key, gathering);
-      const ready = gathering;
+      const ready = newGathering();
+      gathering = ready;
+      this.gathering.set(key, ready);
       // After the microtasks of this tick: every call the run's limiter admitted with this one has joined.
       process.nextTick(() => {
         if (this.gathering.get(key) === ready) this.gathering.delete(key);
@@ -389,20 +294,26 @@ export class QueueExecutor implements Executor {
     }
     gathering.calls.push(entry);
     // Full: the next call of this tick starts another job (this one still goes at the tick's end).
-    if (gathering.calls.length >= MAX_CALLS_PER_JOB && this.gathering.get(key) === gathering)
-      this.gathering.delete(key);
+    if (gathering.calls.length >= this.jobCalls && this.gathering.get(key) === gathering) this.gathering.delete(key);
     return gathering.enqueued;
   }
 
   private async enqueue(gathered: readonly Pending[]): Promise<void> {
     await this.ready;
     // Calls cancelled while gathering are not sent.
-    const calls = gathered.filter((c) => this.pending.get(c.jobId) === c);
+    const calls = gathered.filter((c) => this.pending.get(c.callId) === c);
     const first = calls[0]?.job;
     if (!first) return;
     const shard = (calls[0] as Pending).shard;
-    const carrier: Carrier = { jobId: carrierJobId(calls), queue: first.queue, shard, calls };
+    const carrier: SentCarrier = { id: carrierJobId(calls), queue: first.queue, shard, calls };
     for (const c of calls) c.carrier = carrier;
+    await this.addCarrier(carrier);
+  }
+
+  /** Adds a carrier's BullMQ job (its calls of this coordinator's rounds marked as carried by it first). */
+  private async addCarrier(carrier: SentCarrier): Promise<void> {
+    const { calls } = carrier;
+    const first = (calls[0] as Pending).job;
     const payload = encodeQueuedJob({
       calls: calls.map((c) => c.job),
       replyTo: this.resultsKey,
@@ -416,15 +327,15 @@ export class QueueExecutor implements Executor {
         ? runScript(
             this.redis,
             markCarriedScript,
-            calls.map((c) => this.keys.outcome(this.coordinatorId, c.jobId)),
-            [RUNNING_MARK + carrier.jobId, OUTCOME_TTL_MS],
+            calls.map((c) => this.keys.outcome(this.coordinatorId, c.callId)),
+            [RUNNING_MARK + carrier.id, OUTCOME_TTL_MS],
           )
         : undefined;
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
     // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
     // already done (a takeover) is found by the poll of outcome keys.
-    const added = this.queueOf(first.queue, shard).add(names, payload, {
-      jobId: carrier.jobId,
+    const added = this.queueOf(first.queue, carrier.shard).add(names, payload, {
+      jobId: carrier.id,
       attempts: 1,
       removeOnComplete: { age: this.finishedJobRetentionS },
       removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
@@ -437,151 +348,53 @@ export class QueueExecutor implements Executor {
    * abort. The job leaves the queue only when all its calls are cancelled (never a sibling's).
    */
   private async cancelCall(entry: Pending): Promise<void> {
-    const { job, jobId, carrier } = entry;
-    await this.redis.set(this.keys.cancel(entry.origin, jobId), '1', 'PX', CANCEL_TTL_MS);
+    const { job, callId, carrier } = entry;
+    await this.redis.set(this.keys.cancel(entry.origin, callId), '1', 'PX', CANCEL_TTL_MS);
     if (carrier?.calls.every((c) => c.cancelled)) {
       const removed = await this.queueOf(carrier.queue, carrier.shard)
-        .remove(carrier.jobId)
+        .remove(carrier.id)
         .catch(() => 0);
       if (removed === 1) return;
     }
-    const message: CancelMessage = { jobId, queue: job.queue };
+    const message: CancelMessage = { callId, queue: job.queue };
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
-  }
-
-  /**
-   * A question a running call asked (ResultsReader.onAsk): parked through the call's asker, its
-   * answer written beside the call's outcome key and published to the workers. A call with no
-   * asker here (not waiting on this coordinator, or not one that may ask) is answered that nobody can.
-   */
-  private async answerQuestion(jobId: string, question: AskMessage): Promise<void> {
-    const entry = this.pending.get(jobId);
-    let reply: InputReply;
-    if (!entry?.requestInput) reply = { error: 'nobody can answer questions of this call' };
-    else {
-      const asked = Date.now();
-      entry.asking++;
-      try {
-        reply = await entry.requestInput(question.request, entry.signal);
-      } finally {
-        entry.asking--;
-        entry.askedMs += Date.now() - asked;
-      }
-    }
-    const origin = entry?.origin ?? this.coordinatorId;
-    const message: AnswerMessage = { callId: jobId, n: question.n, reply };
-    await this.redis
-      .multi()
-      .set(this.keys.answer(origin, jobId, question.n), JSON.stringify(reply), 'PX', OUTCOME_TTL_MS)
-      .publish(this.keys.answerChannel(), JSON.stringify(message))
-      .exec();
   }
 
   /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
   private async checkPending(): Promise<void> {
     const now = Date.now();
     const due = [...this.pending.values()].filter((p) => now - p.lastCheckedAt >= this.pollIntervalMs);
+    if (due.length === 0) return;
+    const context: LookUpContext = {
+      redis: this.redis,
+      keys: this.keys,
+      queueOf: (cls, shard) => this.queueOf(cls, shard),
+      isWaiting: (c) => this.pending.get(c.callId) === c,
+      overdueGraceMs: this.overdueGraceMs,
+      resendLostJobs: this.resendLostJobs,
+    };
+    const resend = new Set<SentCarrier>();
     await Promise.all(
       due.map(async (entry) => {
         entry.lastCheckedAt = now;
-        const verdict = await this.lookUp(entry, now);
-        if (verdict) entry.settle(verdict);
+        const verdict = await lookUpPending(context, entry, now);
+        if (verdict === RESEND && entry.carrier) resend.add(entry.carrier);
+        else if (verdict && verdict !== RESEND) entry.settle(verdict);
       }),
     );
+    await Promise.all([...resend].map((carrier) => this.resend(carrier)));
   }
 
-  private async lookUp(entry: Pending, now: number): Promise<ExecOutcome | undefined> {
-    const { job, jobId } = entry;
-    const value = await this.redis.get(this.keys.outcome(entry.origin, jobId));
-    const recorded = parseOutcome(tryParseJson(value));
-    if (recorded) return recorded;
-    // The job running the call names itself in the outcome key; before it starts, the job we enqueued.
-    const carrierId = value?.startsWith(RUNNING_MARK)
-      ? value.slice(RUNNING_MARK.length)
-      : (entry.carrier?.jobId ?? jobId);
-    const queue = this.queueOf(job.queue, entry.shard);
-    const bullJob = (await queue.getJob(carrierId)) as Job | undefined;
-    const elapsed = now - entry.enqueuedAt;
-    if (bullJob?.finishedOn) {
-      if (bullJob.failedReason) return this.failedOutcome(job, bullJob.failedReason, elapsed);
-      const returned = parseOutcome((bullJob.returnvalue as Record<string, unknown> | null)?.[jobId]);
-      if (returned) return returned;
-    }
-    // A call waiting for a person's answer is not overdue; the time its questions took is not its own.
-    if (entry.asking > 0) return undefined;
-    const perAttemptMs = job.timeoutMs + entry.askedMs + WORKER_SETTLE_MS + this.overdueGraceMs;
-    if (!bullJob) {
-      // Gone without an outcome: removed, or Redis restarted empty. Wait out every attempt's deadline first.
-      const overdue = elapsed > (MAX_STALLED[job.queue] + 1) * perAttemptMs;
-      return overdue ? lost(job, 'the job disappeared from the queue (was Redis restarted?)', elapsed) : undefined;
-    }
-    const startedAt = bullJob.processedOn;
-    if (!startedAt) {
-      // Nobody took the job within its calls' deadlines: it leaves the queue, and they all time out.
-      const overdue = (c: Pending) => now - c.enqueuedAt > c.job.timeoutMs + WORKER_SETTLE_MS + this.overdueGraceMs;
-      const waiting = (entry.carrier?.calls ?? [entry]).filter((c) => this.pending.get(c.jobId) === c);
-      if (!overdue(entry) || !waiting.every(overdue)) return undefined;
-      const removed = await queue.remove(carrierId).catch(() => 0);
-      if (removed !== 1) return undefined;
-      for (const c of waiting) if (c !== entry) c.settle(notStarted(c.job, now - c.enqueuedAt));
-      return notStarted(job, elapsed);
-    }
-    if (now - startedAt <= perAttemptMs) return undefined;
-    return lost(job, 'no worker reported it past its deadline', elapsed);
+  /**
+   * Enqueues again a job Redis lost (a failover to a replica that never had it) whose calls never
+   * started (lookUpPending's RESEND), under the same job id: a worker still checks each call's
+   * outcome key before it runs it, so nothing answered runs again.
+   */
+  private async resend(carrier: SentCarrier): Promise<void> {
+    const calls = carrier.calls.filter((c) => this.pending.get(c.callId) === c);
+    if (calls.length === 0) return;
+    for (const c of calls) c.resent = (c.resent ?? 0) + 1;
+    this.onError(new Error(`job ${carrier.id} was lost by Redis before its calls started: enqueued again`));
+    await this.addCarrier({ ...carrier, calls });
   }
-
-  private failedOutcome(job: ExecJob, failedReason: string, elapsed: number): ExecOutcome {
-    if (failedReason === STALLED_REASON) return lost(job, 'its worker died', elapsed);
-    return failedOutcome('handler_threw', failedReason, elapsed);
-  }
-}
-
-/**
- * A job's id from the calls it carries (idempotent enqueue): `<round>-<i>.<j>…` per round, in the
- * order the rounds joined, joined by `+`.
- */
-function carrierJobId(calls: readonly Pending[]): string {
-  const byRound = new Map<string, number[]>();
-  for (const c of calls) getOrCreate(byRound, c.job.round, () => []).push(c.job.callIndex);
-  return [...byRound]
-    .map(([round, indexes]) =>
-      batchJobIdFor(
-        round,
-        indexes.sort((a, b) => a - b),
-      ),
-    )
-    .join('+');
-}
-
-/** A job's name from the TD_JOB_NAME template: its tools (joined by `+`), its first call's session, run and round, its queue. */
-export function jobNameFor(template: string, calls: readonly { job: ExecJob }[]): string {
-  const first = calls[0]?.job;
-  const fields: Record<string, string> = {
-    tools: [...new Set(calls.map((c) => c.job.name))].join('+'),
-    session: first?.session ?? '',
-    run: first?.run ?? '',
-    round: first?.round ?? '',
-    queue: first?.queue ?? '',
-  };
-  return template.replace(/\{(\w+)\}/g, (whole, field: string) => fields[field] ?? whole);
-}
-
-function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
-  const why = `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`;
-  return failedOutcome('deadline', why, durationMs);
-}
-
-function lost(job: ExecJob, why: string, durationMs: number): ExecOutcome {
-  const rerun = job.queue === 'serial' ? 'it was not re-run' : 'it was retried at most once';
-  return failedOutcome('worker_died', `${job.name}: ${why}; the outcome is unknown and ${rerun}`, durationMs);
-}
-
-function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () => U): Promise<T | U> {
-  if (signal.aborted) return Promise.resolve(onAbort());
-  let listener: () => void = () => {};
-  const aborted = new Promise<U>((resolve) => {
-    listener = () => resolve(onAbort());
-    signal.addEventListener('abort', listener, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', listener));
 }

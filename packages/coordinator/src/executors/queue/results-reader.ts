@@ -2,11 +2,9 @@ import type { ExecOutcome } from '@tool-dispatch/shared';
 import {
   type AskMessage,
   duplicateClient,
-  parseAskMessage,
-  parseOutcome,
+  parseResultsEntry,
   RESULTS_STREAM_TTL_MS,
   type RedisClient,
-  tryParseJson,
 } from '@tool-dispatch/shared/redis';
 import { settleWithin } from '../../support/settle.js';
 
@@ -26,10 +24,10 @@ export interface ResultsReaderOptions {
   key: string;
   /** The consumer name in the stream's group (the coordinator id). */
   consumer: string;
-  /** Each outcome read, by the call's job id. */
-  onOutcome(jobId: string, outcome: ExecOutcome): void;
-  /** Each question a running call asks (an MCP elicitation), by the call's job id. */
-  onAsk(jobId: string, question: AskMessage): void;
+  /** Each outcome read, by the call's id. */
+  onOutcome(callId: string, outcome: ExecOutcome): void;
+  /** Each question a running call asks (an MCP elicitation), by the call's id. */
+  onAsk(callId: string, question: AskMessage): void;
   onError(error: Error): void;
 }
 
@@ -115,21 +113,11 @@ export class ResultsReader {
     }
   }
 
-  /** A results message: one or more `job <call id>`, `outcome <json>` pairs, or a question (`ask <call id>`, `question <json>`). */
+  /** A results entry (`parseResultsEntry`): one or more outcomes, or a question. */
   private onResult(fields: string[]): void {
-    let jobId: string | undefined;
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      if (fields[i] === 'ask' && fields[i + 2] === 'question') {
-        const question = parseAskMessage(tryParseJson(fields[i + 3]));
-        if (question) this.options.onAsk(fields[i + 1] as string, question);
-        return;
-      }
-      if (fields[i] === 'job') jobId = fields[i + 1];
-      else if (fields[i] === 'outcome' && jobId !== undefined) {
-        const outcome = parseOutcome(tryParseJson(fields[i + 1]));
-        if (outcome) this.options.onOutcome(jobId, outcome);
-        jobId = undefined;
-      }
+    for (const message of parseResultsEntry(fields)) {
+      if (message.kind === 'ask') this.options.onAsk(message.callId, message.question);
+      else this.options.onOutcome(message.callId, message.outcome);
     }
   }
 }
