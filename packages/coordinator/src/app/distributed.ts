@@ -24,6 +24,7 @@ import {
   createBuiltinRegistry,
   type McpHub,
   type RunningWorker,
+  type StartWorkerOptions,
   startMetricsServer,
   startWorker,
   WorkerMetrics,
@@ -306,6 +307,32 @@ export async function distributedCoordinator(options: {
   return running;
 }
 
+/** A worker's options from the process's configuration (`dev`'s in-process workers and `worker`). */
+function workerOptionsOf(
+  config: DispatchConfig,
+  parts: { mcp: McpHub | undefined; metrics?: WorkerMetrics; log: (line: string) => void; withLog?: boolean },
+): StartWorkerOptions {
+  const { mcp, metrics, log } = parts;
+  const { target, connection } = redisTarget(config);
+  return {
+    redisUrl: config.redisUrl ?? '',
+    target,
+    connection,
+    prefix: config.prefix,
+    registry: registryWith(mcp),
+    ...(mcp ? { mcp } : {}),
+    config: handlerConfigOf(config),
+    concurrency: config.workerConcurrency,
+    serialConcurrency: config.workerSerialConcurrency,
+    queueShards: config.queueShards,
+    durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
+    ...(metrics ? { metrics } : {}),
+    // `worker` prints the worker's own lines; `dev`'s workers leave them to the coordinator's.
+    ...(parts.withLog ? { log } : {}),
+    onError: onceInARow(log, 'worker'),
+  };
+}
+
 /** `dev`'s workers in this process, sharing one MCP hub (its servers connect once per process). */
 async function startInProcessWorkers(
   config: DispatchConfig,
@@ -315,24 +342,9 @@ async function startInProcessWorkers(
 ): Promise<RunningWorker[]> {
   const { mcp, metrics } = shared;
   if (count === 0) return [];
-  const { target, connection } = redisTarget(config);
   const workers: RunningWorker[] = [];
   for (let i = 0; i < count; i++) {
-    const workerOptions = {
-      redisUrl: config.redisUrl ?? '',
-      target,
-      connection,
-      prefix: config.prefix,
-      registry: registryWith(mcp),
-      ...(mcp ? { mcp } : {}),
-      config: handlerConfigOf(config),
-      concurrency: config.workerConcurrency,
-      serialConcurrency: config.workerSerialConcurrency,
-      queueShards: config.queueShards,
-      durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
-      ...(metrics ? { metrics } : {}),
-      onError: onceInARow(log, 'worker'),
-    };
+    const workerOptions = workerOptionsOf(config, { mcp, ...(metrics ? { metrics } : {}), log });
     workers.push(await startWhenRedisAnswers(() => startWorker(workerOptions), { what: 'worker', log }));
   }
   return workers;
@@ -352,22 +364,7 @@ export async function runWorkerProcess(options: {
   const metrics = new WorkerMetrics();
   const mcp = options.mcp;
   if (mcp) metrics.watchMcp(mcp);
-  const workerOptions = {
-    redisUrl: config.redisUrl ?? '',
-    target,
-    connection,
-    prefix: config.prefix,
-    registry: registryWith(mcp),
-    ...(mcp ? { mcp } : {}),
-    config: handlerConfigOf(config),
-    concurrency: config.workerConcurrency,
-    serialConcurrency: config.workerSerialConcurrency,
-    queueShards: config.queueShards,
-    durability: { acks: config.redisReplicaAcks, waitMs: config.redisWaitMs },
-    metrics,
-    log,
-    onError: onceInARow(log, 'worker'),
-  };
+  const workerOptions = workerOptionsOf(config, { mcp, metrics, log, withLog: true });
   // A Redis still coming up beside the worker, or too loaded to answer in time, is waited for.
   const worker = await startWhenRedisAnswers(
     async () => {
