@@ -65,7 +65,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async close() {
       await engine.drain();
+      // As the process does (serve.ts closeWithin): open connections get 5 s to end, then are cut.
+      const cut = setTimeout(() => app.server.closeAllConnections(), 5_000);
       await app.close();
+      clearTimeout(cut);
       await engine.close();
       await rm(workspaceRoot, { recursive: true, force: true });
     },
