@@ -151,7 +151,10 @@ const eventsOf = (span: JaegerSpan, name: string) =>
 
 describe('a round traced into a real Jaeger', () => {
   it('answers every call of the round ok, the confirmed edit_file and the MCP echo included', () => {
-    expect(round.results.map((r) => [r.id, r.status])).toEqual(['f', 'a', 'b', 'm', 'x', 'e'].map((id) => [id, 'ok']));
+    expect(
+      round.results.map((r) => [r.id, r.status]),
+      JSON.stringify(round.results),
+    ).toEqual(['f', 'a', 'b', 'm', 'x', 'e'].map((id) => [id, 'ok']));
   });
 
   it('finds one trace for the round by service and td.round, the same from the worker’s service', async () => {

@@ -9,6 +9,7 @@
 //   ask {message}       sends elicitation/create to the client and answers what it got
 //   dotted.name, dotted_name   two tools whose catalog names collide
 // plus the extra tools (`extra_<n>`, each echoing its args). tools/list answers in pages of 4.
+// $MCP_FAKE_START_DELAY_MS delays its answer to initialize (a server slow to start).
 import { appendFileSync, existsSync, readFileSync, watchFile, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
@@ -102,7 +103,8 @@ async function call(id, name, args) {
 
 async function onRequest(msg) {
   const { id, method, params } = msg;
-  if (method === 'initialize')
+  if (method === 'initialize') {
+    await new Promise((r) => setTimeout(r, Number(process.env.MCP_FAKE_START_DELAY_MS ?? 0)));
     return send({
       id,
       result: {
@@ -111,6 +113,7 @@ async function onRequest(msg) {
         serverInfo: { name: 'td-fake', version: '1.0.0' },
       },
     });
+  }
   if (method === 'ping') return send({ id, result: {} });
   if (method === 'tools/list') {
     const all = tools();

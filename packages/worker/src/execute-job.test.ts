@@ -150,9 +150,12 @@ describe('runJob', () => {
 
     it("keeps a stopped handler's own timeout message and details", async () => {
       const registry = createBuiltinRegistry();
+      // The grace is the handler's time to kill the group and report: generous, so a loaded machine still sees its report.
       const outcome = await run(
         registry,
         job('run_command', { args: { command: 'echo hi; sleep 30' }, timeoutMs: 300 }),
+        never,
+        10_000,
       );
       expect(outcome).toMatchObject({
         code: 'timeout',

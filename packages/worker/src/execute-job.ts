@@ -96,7 +96,6 @@ export async function runJob(
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
       [ATTR_QUEUE_CLASS]: job.queue,
       [ATTR_MESSAGING_MESSAGE_ID]: `${job.round}-${job.callIndex}`,
-      ...registry.spanAttributes(job.name),
       ...options.spanAttributes,
     },
   };
@@ -112,6 +111,9 @@ export async function runJob(
   }
   return tracing.withSpan(spec, async function executeSpan(span) {
     const outcome = await run();
+    // Asked after the call: an MCP tool's server is known once its first connection is made.
+    const source = registry.spanAttributes(job.name);
+    if (source) span.setAttributes(source);
     setSpanOutcome(span, outcome);
     return outcome;
   });
@@ -129,7 +131,7 @@ async function runUntraced(
   const fail: Fail = (kind, message, details) =>
     failedOutcome(kind, message, Math.round(performance.now() - started), { details, ranOn });
 
-  const handler = registry.get(job.name);
+  const handler = registry.resolve(job.name);
   if (!handler) return fail('handler_threw', `no handler registered for ${job.name}`);
   if (signal.aborted) return fail('run_cancelled', 'the call was cancelled before it started');
   // Checked here, not in an async helper: a known workspace costs no promise.

@@ -1,4 +1,4 @@
-import type { Handler } from '@tool-dispatch/shared';
+import { type Handler, type HandlerContext, onAbort, ToolError } from '@tool-dispatch/shared';
 import { calculate } from './handlers/calculate.js';
 import { downloadFile } from './handlers/download-file.js';
 import { editFile } from './handlers/edit-file.js';
@@ -9,6 +9,7 @@ import { readFiles } from './handlers/read-files.js';
 import { runCommand } from './handlers/run-command.js';
 import { searchWeb } from './handlers/search-web.js';
 import { writeTodo } from './handlers/write-todo.js';
+import { abortError } from './support/abort.js';
 
 /** Handlers that come and go (an MCP hub's): asked after the registered ones. */
 export interface HandlerSource {
@@ -16,6 +17,11 @@ export interface HandlerSource {
   names(): string[];
   /** What the `execute <tool>` span of a call of `name` carries besides the call's own attributes (an MCP tool's server). */
   spanAttributes?(name: string): Record<string, string> | undefined;
+  /**
+   * While the source may still come to know `name` (an MCP server's first connection under
+   * way, a worker just started), a promise that settles when it has made up its mind.
+   */
+  pending?(name: string): Promise<void> | undefined;
 }
 
 /** Tool name → handler, for the tools this worker can run. */
@@ -45,6 +51,47 @@ export class HandlerRegistry {
       if (h) return h;
     }
     return undefined;
+  }
+
+  /**
+   * The handler a call of `name` runs: `get`'s, or, while a source may still come to know the
+   * name (its MCP server's first connection under way), one that waits for that source within
+   * the call's deadline and then runs the tool, or fails naming what this worker has not got.
+   */
+  resolve(name: string): Handler | undefined {
+    const found = this.get(name);
+    if (found) return found;
+    for (const source of this.sources) {
+      const pending = source.pending?.(name);
+      if (pending) return (args, ctx) => this.afterPending(name, pending, args, ctx);
+    }
+    return undefined;
+  }
+
+  private async afterPending(
+    name: string,
+    pending: Promise<void>,
+    args: Record<string, unknown>,
+    ctx: HandlerContext,
+  ): Promise<unknown> {
+    const { signal } = ctx;
+    const waited = `it waited for the first connection of ${name}'s MCP server`;
+    if (signal.aborted) throw abortError(signal, waited);
+    await new Promise<void>((resolve, reject) => {
+      const off = onAbort(signal, () => reject(abortError(signal, waited)));
+      const done = () => {
+        off();
+        resolve();
+      };
+      pending.then(done, done);
+    });
+    const handler = this.get(name);
+    if (!handler)
+      throw new ToolError(
+        'handler_error',
+        `no handler for ${name} on this worker: its MCP servers connected without it`,
+      );
+    return handler(args, ctx);
   }
 
   has(name: string): boolean {

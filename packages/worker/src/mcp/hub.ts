@@ -1,4 +1,4 @@
-import type { AnnouncedTool, Handler, McpServerStatus } from '@tool-dispatch/shared';
+import { type AnnouncedTool, type Handler, isMcpToolName, type McpServerStatus } from '@tool-dispatch/shared';
 import type { McpServerConfig } from './config.js';
 import { type Backoff, type CallStatus, McpServerLink } from './link.js';
 
@@ -73,6 +73,17 @@ export class McpHub {
     const handler: Handler = (args, ctx) => link.call(tool, args, ctx);
     this.handlers.set(name, handler);
     return handler;
+  }
+
+  /**
+   * While a server is still on its first connection (this worker just started), a promise of
+   * those first attempts for an MCP tool name no listing has yet (HandlerSource): a call that
+   * reaches this worker first waits for them instead of failing.
+   */
+  pending(name: string): Promise<void> | undefined {
+    if (!isMcpToolName(name)) return undefined;
+    const first = this.links.flatMap((l) => l.firstAttempt() ?? []);
+    return first.length === 0 ? undefined : Promise.all(first).then(() => undefined);
   }
 
   /** An MCP tool's execute span names its server and its name there (`mcp.server`, `mcp.tool.name`). */

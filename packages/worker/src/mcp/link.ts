@@ -100,6 +100,11 @@ export class McpServerLink {
     return this.connecting;
   }
 
+  /** While the first connection is under way: its attempt, which settles up, or down and retrying. */
+  firstAttempt(): Promise<void> | undefined {
+    return this.state === 'connecting' && !this.closed ? this.start() : undefined;
+  }
+
   /** The catalog entries of the last listing (kept while the server is down: its calls then fail fast, naming it). */
   announced(): AnnouncedTool[] {
     return [...this.tools.values()].map((t) => t.announced);
