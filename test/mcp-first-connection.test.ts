@@ -9,6 +9,7 @@ import { type ExecJob, mcpToolName } from '@tool-dispatch/shared';
 import { HandlerRegistry, McpHub, runJob } from '@tool-dispatch/worker';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './conformance/service.js';
+import { execJob } from './support/exec-jobs.js';
 
 const FAKE = path.join(REPO_ROOT, 'test', 'support', 'mcp-fake-server.mjs');
 const START_DELAY_MS = 1_500;
@@ -18,20 +19,9 @@ let workspace: string;
 let hub: McpHub;
 let registry: HandlerRegistry;
 
+/** A job for an MCP tool (serial, as MCP calls run) in this test's workspace. */
 function job(name: string, args: Record<string, unknown>, timeoutMs = 10_000): ExecJob {
-  return {
-    session: 's1',
-    tenant: 't1',
-    run: 'r1',
-    round: 'rnd_1',
-    callId: 'c1',
-    callIndex: 0,
-    name,
-    args,
-    workspace,
-    queue: 'serial',
-    timeoutMs,
-  };
+  return execJob(name, args, { workspace, queue: 'serial', timeoutMs });
 }
 
 beforeEach(async () => {

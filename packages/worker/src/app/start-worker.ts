@@ -129,14 +129,17 @@ function connect(resolved: ResolvedStartWorkerOptions): {
   return { redis, subscriber, keys };
 }
 
-/** Drops a worker whose start failed: its consumers closed without waiting for jobs, its connections cut. */
-async function abandon(parts: {
+/** What a started worker holds open, closed in the reverse of their start. */
+interface WorkerParts {
   redis: RedisClient;
   subscriber: RedisClient;
   announcer: Announcer;
   stuck: StuckConsumerWatch;
   consumers: readonly WatchedConsumer[];
-}): Promise<void> {
+}
+
+/** Drops a worker whose start failed: its consumers closed without waiting for jobs, its connections cut. */
+async function abandon(parts: WorkerParts): Promise<void> {
   const { redis, subscriber, announcer, stuck, consumers } = parts;
   announcer.quiet();
   stuck.stop();
@@ -147,13 +150,7 @@ async function abandon(parts: {
 }
 
 /** Closes the worker's parts in the reverse of their start: it stops taking jobs, lets the active ones finish, then leaves. */
-async function closeInOrder(parts: {
-  redis: RedisClient;
-  subscriber: RedisClient;
-  announcer: Announcer;
-  stuck: StuckConsumerWatch;
-  consumers: readonly WatchedConsumer[];
-}): Promise<void> {
+async function closeInOrder(parts: WorkerParts): Promise<void> {
   const { redis, subscriber, announcer, stuck, consumers } = parts;
   // Still announced while active jobs finish, so coordinators keep counting this worker.
   announcer.quiet();
