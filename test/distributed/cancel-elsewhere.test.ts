@@ -19,12 +19,7 @@ beforeAll(async () => {
   workspaces = await mkdtemp(path.join(tmpdir(), 'td-cancel-elsewhere-'));
   const env = { REDIS_URL: redis.url, TD_PREFIX: randomPrefix(), TD_WORKSPACE_ROOT: workspaces };
   await cli.start(['worker'], env, /consuming/);
-  [a, b] = await Promise.all([
-    cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-    cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-  ]);
-  await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator a ready');
-  await until(async () => (await api(b.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator b ready');
+  [a, b] = await Promise.all([cli.startCoordinator(env), cli.startCoordinator(env)]);
 }, 120_000);
 
 afterAll(async () => {

@@ -44,12 +44,7 @@ async function deploy(replicas: 1 | 2, acks: number): Promise<Deployment> {
     TD_REDIS_REPLICA_ACKS: String(acks),
   };
   await Promise.all([cli.start(['worker'], env, /consuming/), cli.start(['worker'], env, /consuming/)]);
-  const [a, b] = await Promise.all([
-    cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-    cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-  ]);
-  for (const p of [a, b])
-    await until(async () => (await api(p.port, 'GET', '/readyz')).status === 200, 30_000, 'ready');
+  const [a, b] = await Promise.all([cli.startCoordinator(env), cli.startCoordinator(env)]);
   return { cluster, ports: [a.port, b.port], workspaces, cli };
 }
 

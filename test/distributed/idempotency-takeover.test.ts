@@ -99,12 +99,7 @@ function describeTakeover(mode: 'redis' | 'cluster'): void {
         env.REDIS_CLUSTER_NODES = ctx.cluster.seeds;
       }
       await Promise.all([cli.start(['worker'], env, /consuming/), cli.start(['worker'], env, /consuming/)]);
-      [ctx.a, ctx.b] = await Promise.all([
-        cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-        cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-      ]);
-      for (const p of [ctx.a, ctx.b])
-        await until(async () => (await api(p.port, 'GET', '/readyz')).status === 200, 30_000, 'coordinator ready');
+      [ctx.a, ctx.b] = await Promise.all([cli.startCoordinator(env), cli.startCoordinator(env)]);
     }, 180_000);
 
     afterAll(async () => {

@@ -126,14 +126,9 @@ function describeNamedLimits(mode: 'embedded' | 'distributed' | 'cluster'): void
         }
         await cli.start(['worker'], env, /consuming/);
         await cli.start(['worker'], env, /consuming/);
-        procs = await Promise.all([
-          cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-          cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
-        ]);
+        procs = await Promise.all([cli.startCoordinator(env), cli.startCoordinator(env)]);
       }
       ctx.ports = procs.map((p) => p.port);
-      for (const port of ctx.ports)
-        await until(async () => (await api(port, 'GET', '/readyz')).status === 200, 30_000, 'ready');
     }, 180_000);
 
     afterAll(async () => {

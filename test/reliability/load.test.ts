@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
+import { CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
 import { type LimitTarget, startLimitTarget } from '../support/limit-target.js';
 import { type LoadReport, type RoundRecord, startLoad } from '../support/load.js';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../support/redis.js';
@@ -36,8 +36,7 @@ const startWorker = async () => {
   return w;
 };
 const startCoordinator = async () => {
-  const c = await cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/);
-  await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, 30_000, 'coordinator ready');
+  const c = await cli.startCoordinator(env);
   coordinators.push(c);
   return c;
 };

@@ -23,6 +23,13 @@ export class CliProcesses {
     return this.spawnReady(bin, args, env, waitFor, args[0] ?? 'tool-dispatch');
   }
 
+  /** Starts `tool-dispatch coordinator` on loopback and resolves once its /readyz answers 200. */
+  async startCoordinator(env: Record<string, string>, readyWithinMs = 30_000): Promise<Proc> {
+    const c = await this.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/);
+    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, readyWithinMs, 'coordinator ready');
+    return c;
+  }
+
   /** Starts a TypeScript script of the repository (tsx, td-source) as `start` does: `<script> <args> --port <free>`. */
   startScript(script: string, args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
     const node = ['--conditions=td-source', '--import', 'tsx', path.join(root, script)];
