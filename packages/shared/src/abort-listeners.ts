@@ -29,6 +29,27 @@ export function onAbort(signal: AbortSignal, listener: () => void): () => void {
   return () => mine.delete(listener);
 }
 
+/**
+ * `promise`'s outcome, or what `aborted` returns (or throws, as a rejection) once `signal` aborts,
+ * whichever comes first; `aborted` at once when the signal already has. Its listener is taken off
+ * when the promise settles.
+ */
+export function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, aborted: () => U): Promise<T | U> {
+  return new Promise<T | U>((resolve, reject) => {
+    const stop = () => {
+      try {
+        resolve(aborted());
+      } catch (e) {
+        reject(e);
+      }
+    };
+    let off: (() => void) | undefined;
+    if (signal.aborted) stop();
+    else off = onAbort(signal, stop);
+    promise.then(resolve, reject).finally(() => off?.());
+  });
+}
+
 /** How many abort listeners a signal still has: its EventTarget listeners and `onAbort`'s, not counting the one `onAbort` shares. */
 export function abortListenersLeft(signal: AbortSignal): number {
   const shared = sharedListeners.get(signal);

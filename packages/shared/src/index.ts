@@ -4,7 +4,7 @@
  * `@tool-dispatch/shared/tracing` (package.json exports).
  */
 
-export { abortListenersLeft, onAbort } from './abort-listeners.js';
+export { abortListenersLeft, onAbort, raceAbort } from './abort-listeners.js';
 export {
   ALWAYS_SERIAL,
   CACHEABLE_TOOLS,

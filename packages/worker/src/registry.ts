@@ -1,4 +1,4 @@
-import { type Handler, type HandlerContext, onAbort, ToolError } from '@tool-dispatch/shared';
+import { type Handler, type HandlerContext, raceAbort, ToolError } from '@tool-dispatch/shared';
 import { calculate } from './handlers/calculate.js';
 import { downloadFile } from './handlers/download-file.js';
 import { editFile } from './handlers/edit-file.js';
@@ -76,15 +76,14 @@ export class HandlerRegistry {
   ): Promise<unknown> {
     const { signal } = ctx;
     const waited = `it waited for the first connection of ${name}'s MCP server`;
-    if (signal.aborted) throw abortError(signal, waited);
-    await new Promise<void>((resolve, reject) => {
-      const off = onAbort(signal, () => reject(abortError(signal, waited)));
-      const done = () => {
-        off();
-        resolve();
-      };
-      pending.then(done, done);
-    });
+    // A first attempt that ends down (and retrying) has made up its mind too.
+    await raceAbort(
+      pending.catch(() => undefined),
+      signal,
+      () => {
+        throw abortError(signal, waited);
+      },
+    );
     const handler = this.get(name);
     if (!handler)
       throw new ToolError(

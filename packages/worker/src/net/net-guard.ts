@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { ToolError } from '@tool-dispatch/shared';
+import { raceAbort, ToolError } from '@tool-dispatch/shared';
 import { errorCode, errorMessage } from '../support/node-error.js';
 
 /** Resolves a host name to every address it has. */
@@ -101,7 +101,9 @@ async function resolveTarget(url: URL, resolveHost: ResolveHost, signal: AbortSi
   if (family !== 0) return [{ address: host, family }];
   signal.throwIfAborted();
   try {
-    const addresses = await raceAbort(resolveHost(host), signal);
+    const addresses = await raceAbort(resolveHost(host), signal, () => {
+      throw signal.reason;
+    });
     if (addresses.length === 0) throw new Error('no addresses');
     return addresses;
   } catch (e) {
@@ -113,14 +115,6 @@ async function resolveTarget(url: URL, resolveHost: ResolveHost, signal: AbortSi
 /** The URL's host without IPv6 brackets. */
 function bareHost(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /**

@@ -123,13 +123,3 @@ export function notStarted(job: ExecJob, durationMs: number): ExecOutcome {
   const why = `no worker started ${job.name} within its deadline of ${job.timeoutMs} ms (are workers running?)`;
   return failedOutcome('deadline', why, durationMs);
 }
-
-export function raceAbort<T, U>(promise: Promise<T>, signal: AbortSignal, onAbort: () => U): Promise<T | U> {
-  if (signal.aborted) return Promise.resolve(onAbort());
-  let listener: () => void = () => {};
-  const aborted = new Promise<U>((resolve) => {
-    listener = () => resolve(onAbort());
-    signal.addEventListener('abort', listener, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', listener));
-}

@@ -9,6 +9,7 @@ import {
   type Executor,
   failedOutcome,
   type QueueClass,
+  raceAbort,
   SETTLE_GRACE_MS,
 } from '@tool-dispatch/shared';
 import {
@@ -47,7 +48,6 @@ import {
   jobNameFor,
   newGathering,
   type Pending,
-  raceAbort,
   type SentCarrier,
 } from './pending.js';
 import { ResultsReader } from './results-reader.js';
