@@ -171,7 +171,7 @@ export function summarize(slices: SliceRecord[], warmup: SliceResult): SideSumma
     for (const [k, v] of Object.entries(s.redis.byCommand)) byCommand[k] = (byCommand[k] ?? 0) + v;
   const top = Object.entries(byCommand)
     .sort((a, b) => b[1] - a[1])
-    .slice(0, 8);
+    .slice(0, 30);
   const heaps = slices.map((s) => s.memory.heapUsedKib).filter((h): h is number => h !== null);
   return {
     rounds: slices.reduce((n, s) => n + s.load.rounds, 0),

@@ -10,8 +10,9 @@ import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
 
 // TD_JOB_CALLS (DESIGN.md "Fewer queue hops per call"): the concurrent calls admitted in one tick
-// share a BullMQ job up to TD_JOB_CALLS; 1 is one job per call. The jobs are counted in a real
-// Redis; the per-call rules are checked with the switch on (5, the default) and off (1).
+// share a BullMQ job up to TD_JOB_CALLS, whatever their runs (each run's share within its limit,
+// applied before the executor); 1 is one job per call. The jobs are counted in a real Redis; the
+// per-call rules are checked with the switch on (16, the default) and off (1).
 
 let server: TestRedis;
 let dir: string;
@@ -83,7 +84,9 @@ async function jobsOf(exec: QueueExecutor, queue: 'concurrent' | 'serial', done:
 describe('TD_JOB_CALLS', () => {
   it.each([
     [undefined, 5, 1],
-    [undefined, 7, 2],
+    [undefined, 16, 1],
+    [undefined, 20, 2],
+    [5, 7, 2],
     [3, 7, 3],
     [1, 7, 7],
   ])('at %j sends %i concurrent calls admitted together in %i BullMQ job(s)', async (jobCalls, calls, jobs) => {
@@ -97,7 +100,7 @@ describe('TD_JOB_CALLS', () => {
     // Every call in exactly one job, none beyond the setting.
     const carried = held.flatMap((j) => (j.data.calls as ExecJob[]).map((c) => c.callIndex));
     expect(carried.sort((a, b) => a - b)).toEqual(Array.from({ length: calls }, (_, i) => i));
-    for (const j of held) expect((j.data.calls as unknown[]).length).toBeLessThanOrEqual(jobCalls ?? 5);
+    for (const j of held) expect((j.data.calls as unknown[]).length).toBeLessThanOrEqual(jobCalls ?? 16);
   });
 
   it('at the default, still sends each serial call as a job of its own', async () => {
@@ -109,10 +112,34 @@ describe('TD_JOB_CALLS', () => {
     expect(held.map((j) => (j.data.calls as unknown[]).length)).toEqual([1, 1, 1]);
   });
 
-  it('refuses a jobCalls outside 1..5', () => {
-    for (const jobCalls of [0, 6, 1.5])
+  it('at the default, carries the calls of several runs and sessions admitted together in one job', async () => {
+    const exec = await setUp(undefined);
+    // Three runs (two sessions), each its share of one tick: 5 + 3 + 4 calls.
+    const shares: [string, string, number][] = [
+      ['s-a', 'r-1', 5],
+      ['s-a', 'r-2', 3],
+      ['s-b', 'r-1', 4],
+    ];
+    const calls = shares.flatMap(([session, run, n]) =>
+      roundOf(n, (i) => ({ session, run, round: `${session}-${run}-0`, args: { i, session, run } })),
+    );
+    const outcomes = await Promise.all(calls.map((c) => exec.execute(c, never())));
+    expect(outcomes.map((o) => o.status === 'ok' && o.output)).toEqual(
+      calls.map((c) => ({ echo: c.args, pid: process.pid })),
+    );
+    const [job, ...others] = await jobsOf(exec, 'concurrent', 1);
+    expect(others).toHaveLength(0);
+    const carried = (job?.data.calls ?? []) as ExecJob[];
+    // (The job's payload keeps what a worker needs: each call's args and index, not its session or run.)
+    expect(carried.map((c) => JSON.stringify(c.args)).sort()).toEqual(calls.map((c) => JSON.stringify(c.args)).sort());
+    // Its id names each round's calls (idempotent enqueue), rounds joined by `+`.
+    expect(job?.id).toBe('s-a-r-1-0-0.1.2.3.4+s-a-r-2-0-0.1.2+s-b-r-1-0-0.1.2.3');
+  });
+
+  it('refuses a jobCalls outside 1..64', () => {
+    for (const jobCalls of [0, 65, 1.5])
       expect(() => new QueueExecutor({ redisUrl: server.url, prefix: randomPrefix(), jobCalls })).toThrow(
-        /jobCalls must be an integer from 1 to 5/,
+        /jobCalls must be an integer from 1 to 64/,
       );
   });
 

@@ -8,9 +8,18 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDistributedEngine } from '../../packages/coordinator/src/app/distributed.js';
 import type { Engine } from '../../packages/coordinator/src/engine.js';
+import { carrierJobId } from '../../packages/coordinator/src/executors/queue/pending.js';
 import type { QueueExecutor } from '../../packages/coordinator/src/executors/queue/queue-executor.js';
-import { type CallResult, resolveConfig, type ToolDefinition } from '../../packages/shared/src/index.js';
+import {
+  type CallResult,
+  DEFAULT_JOB_CALLS,
+  type ExecOutcome,
+  resolveConfig,
+  type ToolDefinition,
+} from '../../packages/shared/src/index.js';
+import { parseQueuedJob } from '../../packages/shared/src/redis.js';
 import { type CheckedRound, checkCallRules, type RulesReport } from '../support/call-rules.js';
+import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 
 // Issue 31 (DESIGN.md "Fewer queue hops per call"): with batching on (TD_JOB_CALLS default) and
@@ -20,7 +29,10 @@ import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 // processes; the per-call rules are checked over what the handlers wrote (test/support/call-rules.ts):
 // never more than 5 calls of a run in flight, a serial call alone and in its place in the round,
 // an unfinished read run again at most once and a finished one never, an unfinished side effect
-// worker_lost and never run again, every call answered once, in order.
+// worker_lost and never run again, every call answered once, in order. With batching on, a job
+// carries the calls of several runs admitted in one tick (v1.3, issue 41): the kill then lands on
+// a job other runs' calls share, and a cancelled run's calls share jobs with those of runs that go
+// on (the last test checks that such jobs happened).
 // TD_LONG=1: many scenarios; TD_JOB_CALLS_SEED reproduces one (fast-check prints the seed).
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -175,16 +187,22 @@ async function busyWorkers(file: string): Promise<{ worker: WorkerProcess; writi
 }
 
 /**
- * SIGKILLs a worker running calls, one running a side effect if one does within a second (any
+ * SIGKILLs a worker running calls, one running a side effect if one does within `writeWaitMs` (any
  * worker once every round is answered), notes it in the events file, and starts another.
  */
-async function killOne(file: string, afterMs: number, done: () => boolean, name: string): Promise<WorkerProcess> {
+async function killOne(
+  file: string,
+  afterMs: number,
+  done: () => boolean,
+  name: string,
+  writeWaitMs = 1_000,
+): Promise<WorkerProcess> {
   await sleep(Math.floor(afterMs / 4));
   const since = Date.now();
   let target: WorkerProcess | undefined;
   while (!target) {
     const [first] = await busyWorkers(file);
-    if (first && (first.writing || Date.now() - since > 1_000)) target = first.worker;
+    if (first && (first.writing || Date.now() - since > writeWaitMs)) target = first.worker;
     else if (done()) target = first?.worker ?? workers[0];
     else await sleep(5);
   }
@@ -260,6 +278,82 @@ async function runScenario(ctx: ScenarioContext, scenario: Scenario): Promise<Ru
   return checkCallRules(await linesOf(file), rounds, LIMIT);
 }
 
+/** Several runs (sessions apart) whose reads the executor is given in one tick: one job carries them all (up to TD_JOB_CALLS). */
+interface MixedScenario {
+  runs: { ms: number }[][];
+  faultAfterMs: number;
+  faultRun: number;
+}
+
+const mixedArb: fc.Arbitrary<MixedScenario> = fc.record({
+  runs: fc.array(fc.array(fc.record({ ms: fc.integer({ min: 50, max: 300 }) }), { minLength: 1, maxLength: LIMIT }), {
+    minLength: 2,
+    maxLength: 3,
+  }),
+  faultAfterMs: fc.integer({ min: 0, max: 200 }),
+  faultRun: fc.nat(),
+});
+
+const resultOf = (outcome: ExecOutcome, i: number): CallResult =>
+  (outcome.status === 'ok'
+    ? { id: `c${i}`, status: 'ok', output: outcome.output }
+    : {
+        id: `c${i}`,
+        status: 'error',
+        error: { code: outcome.code, message: outcome.message },
+      }) as unknown as CallResult;
+
+// long: one mixed-run scenario: its calls in one tick, its fault, then every rule over what happened
+async function runMixed(executor: QueueExecutor, fault: 'kill' | 'cancel-run', n: number, scenario: MixedScenario) {
+  const file = path.join(dir, `mixed-${fault}-${n}.log`);
+  const faultRun = `r${scenario.faultRun % scenario.runs.length}`;
+  const cancels = new Map(scenario.runs.map((_, k) => [`r${k}`, new AbortController()]));
+  const jobs = scenario.runs.map((calls, k) =>
+    calls.map((c, i) =>
+      execJob(
+        'ext_sleep_read',
+        { ms: c.ms, file, tag: `r${k}/0/${i}/r` },
+        { workspace: dir, session: `s-mixed-${n}-${k % 2}`, run: `r${k}`, callIndex: i, timeoutMs: 30_000 },
+      ),
+    ),
+  );
+  const answered = jobs.map((calls) =>
+    Promise.all(calls.map((job) => executor.execute(job, (cancels.get(job.run) as AbortController).signal))),
+  );
+  let done = false;
+  const all = Promise.all(answered).finally(() => {
+    done = true;
+  });
+  let replacement: Promise<WorkerProcess> | undefined;
+  // Reads only: the first worker seen running calls is killed (no side effect to wait for).
+  if (fault === 'kill') replacement = killOne(file, scenario.faultAfterMs, () => done, `w-mixed-${n}`, 0);
+  else {
+    await sleep(scenario.faultAfterMs);
+    appendFileSync(file, `cancel run:${faultRun}\n`);
+    cancels.get(faultRun)?.abort();
+  }
+  const outcomes = await all;
+  await replacement;
+  await sleep(fault === 'kill' ? 2 * (LOCK_MS + STALLED_MS) : 300);
+  const rounds: CheckedRound[] = jobs.map((calls, k) => ({
+    run: `r${k}`,
+    round: 0,
+    tags: calls.map((c) => (c.args as { tag: string }).tag),
+    results: (outcomes[k] ?? []).map(resultOf),
+  }));
+  // The calls went out together: the first job carried calls of more than one run.
+  const first = jobs.flat().slice(0, DEFAULT_JOB_CALLS);
+  const job = await executor.queueOf('concurrent').getJob(carrierIdOf(first));
+  const carried = parseQueuedJob(job?.data)?.calls ?? [];
+  expect(new Set(carried.map((c) => c.run)).size).toBeGreaterThan(1);
+  return checkCallRules(await linesOf(file), rounds, LIMIT);
+}
+
+/** The carrier id of calls sent together, as the executor names it (carrierJobId). */
+function carrierIdOf(calls: readonly { round: string; callIndex: number }[]): string {
+  return carrierJobId(calls.map((job) => ({ job }) as never));
+}
+
 describe.each([
   ['on', undefined],
   ['off', 1],
@@ -309,11 +403,45 @@ describe.each([
     300_000,
   );
 
-  it(`carried ${jobCalls === 1 ? 'every call in a job of its own' : 'several calls in some jobs'}`, async () => {
+  if (jobCalls === undefined)
+    it.each<'kill' | 'cancel-run'>(['kill', 'cancel-run'])(
+      'holds every per-call rule in jobs several runs share, through a %s',
+      async (fault) => {
+        const { executor } = started();
+        const before = reports.filter((r) => r.label === `mixed-${fault}`).length;
+        for (let tries = 0; tries < (fault === 'kill' ? KILL_TRIES : 1); tries++) {
+          await fc.assert(
+            fc.asyncProperty(mixedArb, async (scenario) => {
+              const report = await runMixed(executor, fault, n++, scenario);
+              reports.push({ label: `mixed-${fault}`, report });
+              expect(report.violations, JSON.stringify(scenario)).toEqual([]);
+            }),
+            { numRuns: RUNS_PER_FAULT, endOnFailure: true, ...(SEED === undefined ? {} : { seed: SEED }) },
+          );
+          const mine = reports.filter((r) => r.label === `mixed-${fault}`).slice(before);
+          if (fault !== 'kill' || mine.some((r) => r.report.killedMidCall > 0)) break;
+        }
+        const mine = reports.filter((r) => r.label === `mixed-${fault}`).map((r) => r.report);
+        // Not vacuous: the kill reached calls of a shared job, the cancel ended calls of one.
+        if (fault === 'kill') expect(mine.reduce((a, r) => a + r.killedMidCall, 0)).toBeGreaterThan(0);
+        else expect(mine.reduce((a, r) => a + r.cancelled, 0)).toBeGreaterThan(0);
+      },
+      300_000,
+    );
+
+  it(`carried ${jobCalls === 1 ? 'every call in a job of its own' : "several runs' calls in some jobs"}`, async () => {
     const jobs = await started().executor.queueOf('concurrent').getJobs(['completed', 'failed']);
-    const sizes = jobs.filter((j) => j.timestamp >= startedAt).map((j) => (j.data.calls as unknown[]).length);
+    const mine = jobs.filter((j) => j.timestamp >= startedAt).map((j) => parseQueuedJob(j.data)?.calls ?? []);
+    const sizes = mine.map((calls) => calls.length);
     expect(sizes.length).toBeGreaterThan(0);
+    const runsOf = (calls: { session: string; run: string }[]) =>
+      new Set(calls.map((c) => `${c.session}/${c.run}`)).size;
+    const mixed = mine.filter((calls) => runsOf(calls) > 1).length;
+    process.stdout.write(`[job-calls property] ${label}: ${mine.length} jobs, ${mixed} with several runs' calls\n`);
     if (jobCalls === 1) expect(Math.max(...sizes)).toBe(1);
-    else expect(Math.max(...sizes)).toBeGreaterThan(1);
+    else {
+      expect(Math.max(...sizes)).toBeGreaterThan(1);
+      expect(mixed).toBeGreaterThan(0);
+    }
   });
 });

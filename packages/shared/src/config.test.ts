@@ -89,14 +89,15 @@ describe('TD_JOB_NAME', () => {
 });
 
 describe('TD_JOB_CALLS', () => {
-  it("gathers up to a run's limit (5) of calls in a job unless told otherwise, and reads 1..5", () => {
-    expect(resolveConfig({}, {}).jobCalls).toBe(5);
+  it("gathers up to a worker's default concurrency (16) of calls in a job unless told otherwise, and reads 1..64", () => {
+    expect(resolveConfig({}, {}).jobCalls).toBe(16);
     expect(resolveConfig({}, { TD_JOB_CALLS: '1' }).jobCalls).toBe(1);
     expect(resolveConfig({}, { TD_JOB_CALLS: '5' }).jobCalls).toBe(5);
+    expect(resolveConfig({}, { TD_JOB_CALLS: '64' }).jobCalls).toBe(64);
     expect(resolveConfig({ jobCalls: 2 }, { TD_JOB_CALLS: '5' }).jobCalls).toBe(2);
   });
 
-  it.each(['0', '-1', '2.5', 'many', '6', '64'])(
+  it.each(['0', '-1', '2.5', 'many', '65', '1000'])(
     'refuses %j with a ConfigError naming the variable and its range',
     (raw) => {
       let thrown: unknown;
@@ -106,7 +107,9 @@ describe('TD_JOB_CALLS', () => {
         thrown = e;
       }
       expect(thrown).toBeInstanceOf(ConfigError);
-      expect((thrown as Error).message).toBe(`TD_JOB_CALLS must be an integer from 1 to 5, got ${JSON.stringify(raw)}`);
+      expect((thrown as Error).message).toBe(
+        `TD_JOB_CALLS must be an integer from 1 to 64, got ${JSON.stringify(raw)}`,
+      );
     },
   );
 });

@@ -26,12 +26,14 @@ export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
 export const DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 
 /**
- * TD_JOB_CALLS: the most calls one BullMQ job carries (DESIGN.md "Fewer queue hops per call"): the
- * concurrent calls of one run admitted in one tick share a job up to it; 1 is one job per call.
+ * TD_JOB_CALLS: the most calls one BullMQ job carries in all (DESIGN.md "Fewer queue hops per
+ * call"): the concurrent calls admitted in one tick, of every run, share a job per queue shard up to
+ * it, each run's share within its own limit (MAX_CONCURRENT_TOOLS, applied before); 1 is one job
+ * per call. The default is a worker's default concurrency, so one job fits one worker's places.
  */
-export const DEFAULT_JOB_CALLS = MAX_CONCURRENT_TOOLS;
-/** Most TD_JOB_CALLS: a job carries calls of one run's batch, never more than the run's limit. */
-export const MAX_JOB_CALLS = MAX_CONCURRENT_TOOLS;
+export const DEFAULT_JOB_CALLS = DEFAULT_WORKER_CONCURRENCY;
+/** Most TD_JOB_CALLS (v1.1's bound). */
+export const MAX_JOB_CALLS = 64;
 
 /** TD_MAX_ROUNDS_IN_FLIGHT: rounds one coordinator runs at once; more wait their turn in arrival order. */
 export const DEFAULT_MAX_ROUNDS_IN_FLIGHT = 1000;

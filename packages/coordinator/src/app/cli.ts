@@ -63,8 +63,8 @@ Environment (docs/api.md):
                          default 1); the same for every coordinator and worker of a prefix
   TD_JOB_NAME            BullMQ job names on the dashboard: a template of {tools}, {session}, {run},
                          {round}, {queue} (default {tools})
-  TD_JOB_CALLS           most calls one queue job carries: the concurrent calls admitted together share
-                         a job (1-${MAX_JOB_CALLS}, default ${DEFAULT_JOB_CALLS}; 1 = one job per call)
+  TD_JOB_CALLS           most calls one queue job carries: the concurrent calls admitted together, of
+                         every run, share a job (1-${MAX_JOB_CALLS}, default ${DEFAULT_JOB_CALLS}; 1 = one job per call)
   TD_MAX_ROUNDS_IN_FLIGHT  rounds one coordinator runs at once; more wait their turn in arrival order
                          (default ${DEFAULT_MAX_ROUNDS_IN_FLIGHT})
   TD_ROUND_QUEUE_MS      how long a round may wait for its turn before 503 overloaded, nothing of it

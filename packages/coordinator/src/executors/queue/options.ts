@@ -30,8 +30,8 @@ export interface QueueExecutorOptions {
   /** TD_JOB_NAME: each job's name from `{tools}`, `{session}`, `{run}`, `{round}`, `{queue}` (default `{tools}`). */
   jobName?: string;
   /**
-   * TD_JOB_CALLS: the most calls one job carries, 1..MAX_CALLS_PER_JOB (default MAX_CALLS_PER_JOB);
-   * 1 sends every call as a job of its own.
+   * TD_JOB_CALLS: the most calls one job carries, over every run sharing it, 1..MAX_CALLS_PER_JOB
+   * (default DEFAULT_JOB_CALLS); 1 sends every call as a job of its own.
    */
   jobCalls?: number;
   /** Where a live worker consuming another number of shards is said (once per worker); default onError. */

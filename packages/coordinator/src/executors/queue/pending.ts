@@ -1,10 +1,10 @@
 import type { ExecJob, ExecOutcome, InputRequester, QueueClass } from '@tool-dispatch/shared';
-import { DEFAULT_JOB_CALLS, failedOutcome } from '@tool-dispatch/shared';
+import { DEFAULT_JOB_CALLS, failedOutcome, MAX_JOB_CALLS } from '@tool-dispatch/shared';
 import { batchJobIdFor } from '@tool-dispatch/shared/redis';
 import { getOrCreate } from '../../support/maps.js';
 
-/** The most calls one job carries unless TD_JOB_CALLS says less (a tick's concurrent calls beyond it go in further jobs). */
-export const MAX_CALLS_PER_JOB = DEFAULT_JOB_CALLS;
+/** The most TD_JOB_CALLS may say (a tick's concurrent calls beyond TD_JOB_CALLS go in further jobs). */
+export const MAX_CALLS_PER_JOB = MAX_JOB_CALLS;
 
 /** A call this coordinator waits on: enqueued (or gathering), its outcome not yet here. */
 export interface Pending {
@@ -38,7 +38,7 @@ export const MAX_RESENDS = 2;
 
 /**
  * The carrier (ARCHITECTURE.md glossary) as the coordinator sends it: one BullMQ job, a serial
- * call or the concurrent calls of one run admitted together (of one round or several).
+ * call or the concurrent calls admitted together (of one round or several, of one run or several).
  */
 export interface SentCarrier {
   /** The BullMQ job id (`carrierJobId`). */
@@ -56,9 +56,9 @@ export interface Gathering {
   reject(error: unknown): void;
 }
 
-/** TD_JOB_CALLS as the executor takes it: 1..MAX_CALLS_PER_JOB, MAX_CALLS_PER_JOB when unset. */
+/** TD_JOB_CALLS as the executor takes it: 1..MAX_CALLS_PER_JOB, DEFAULT_JOB_CALLS when unset. */
 export function jobCallsOf(jobCalls: number | undefined): number {
-  const n = jobCalls ?? MAX_CALLS_PER_JOB;
+  const n = jobCalls ?? DEFAULT_JOB_CALLS;
   if (!Number.isInteger(n) || n < 1 || n > MAX_CALLS_PER_JOB)
     throw new RangeError(`jobCalls must be an integer from 1 to ${MAX_CALLS_PER_JOB}, got ${n}`);
   return n;
@@ -66,16 +66,18 @@ export function jobCallsOf(jobCalls: number | undefined): number {
 
 /**
  * Which job a call joins in this tick. A serial call always runs alone (DESIGN.md pass 2), so it
- * is a job of its own, as is every call at TD_JOB_CALLS=1. A job carries calls of one run's batch
- * (DESIGN.md "Fewer queue hops per call": never another run's, never more than the run's limit),
- * so a worker lost mid-job touches one run. A takeover's calls (origin) travel apart: their worker
- * checks them before it starts them.
+ * is a job of its own, as is every call at TD_JOB_CALLS=1. The concurrent calls admitted in one
+ * tick share a job per queue shard, whatever their session and run (DESIGN.md "Fewer queue hops per
+ * call", as corrected for v1.3): each run's share is what its limiter admitted, so within its limit,
+ * and the job's calls are at most TD_JOB_CALLS in all. Their outcome keys and cancel marks are all in
+ * this coordinator's slot (`{c:<coordinator>}`), so one script still covers a job's calls on a
+ * cluster. A takeover's calls (origin) travel apart: their worker checks them before it starts them.
  */
 export function gatheringKeyOf(entry: Pending, jobCalls: number): string {
   const { job } = entry;
   return job.queue === 'serial' || jobCalls === 1
     ? `alone\u0000${entry.callId}`
-    : `concurrent\u0000${job.session}\u0000${job.run}\u0000${job.origin ?? ''}`;
+    : `concurrent\u0000${entry.shard}\u0000${job.origin ?? ''}`;
 }
 
 /** An empty gathering, its `enqueued` settled by `resolve` or `reject` once its job is added. */

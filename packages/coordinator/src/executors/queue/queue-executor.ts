@@ -60,8 +60,8 @@ export { jobNameFor } from './pending.js';
  * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
  * and waits for each outcome on this coordinator's results stream (a Redis stream with a
  * consumer group), with a poll of outcome keys and job states as the safety net. Concurrent
- * calls of one round admitted in the same tick (the run's limit already applied) share one
- * job; each keeps its own deadline, cancel and outcome.
+ * calls admitted in the same tick, of every run (each run's limit already applied), share one
+ * job per queue shard up to TD_JOB_CALLS; each keeps its own deadline, cancel and outcome.
  */
 export class QueueExecutor implements Executor {
   readonly coordinatorId: string;

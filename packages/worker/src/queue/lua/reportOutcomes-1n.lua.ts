@@ -22,7 +22,7 @@ export const reportOutcomesScript = defineScript(
 local fresh = #KEYS - 1
 local out = {}
 local fields = {}
--- One MGET for every fresh key's current value (a job carries at most 5 calls, one run's batch: the coordinator's MAX_CALLS_PER_JOB).
+-- One MGET for every fresh key's current value (a job carries at most TD_JOB_CALLS calls, 64 at most).
 local current = {}
 if fresh > 0 then
   current = redis.call('MGET', unpack(KEYS, 2))
