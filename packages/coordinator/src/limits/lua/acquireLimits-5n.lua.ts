@@ -42,6 +42,9 @@ local leaseEnd = now + tonumber(ARGV[1])
 local ttl = ARGV[2]
 local stages = #KEYS / 5
 local conc, count, window = {}, {}, {}
+-- Each stage's sizes read once, then kept here as tickets are granted (one ZADD per grant, no
+-- ZCARD per ticket); the TTLs of the sets that grew are set once at the end.
+local heldN, waitN, rateN, grew = {}, {}, {}, {}
 for i = 1, stages do
   local c, n, w = string.match(ARGV[2 + i], '^(%d+)/(%d+)/(%d+)$')
   if c then
@@ -51,45 +54,58 @@ for i = 1, stages do
   end
   local held, wait, wexp = KEYS[5 * i - 4], KEYS[5 * i - 3], KEYS[5 * i - 2]
   ${PURGE_LAPSED_LUA}
-  if count[i] then redis.call('ZREMRANGEBYSCORE', KEYS[5 * i], '-inf', now - window[i]) end
+  heldN[i] = redis.call('ZCARD', held)
+  waitN[i] = redis.call('ZCARD', wait)
+  if count[i] then
+    redis.call('ZREMRANGEBYSCORE', KEYS[5 * i], '-inf', now - window[i])
+    rateN[i] = redis.call('ZCARD', KEYS[5 * i])
+  end
+end
+local function wait_at(i, ticket, rank)
+  local held, wait, wexp, seq, rate = KEYS[5 * i - 4], KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i]
+  if not rank then
+    redis.call('ZADD', wait, redis.call('INCR', seq), ticket)
+    waitN[i] = waitN[i] + 1
+  end
+  redis.call('ZADD', wexp, leaseEnd, ticket)
+  for _, k in ipairs({held, wait, wexp, seq}) do redis.call('PEXPIRE', k, ttl) end
+  local due = 0
+  for _, k in ipairs({held, wexp}) do
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if first[2] and (due == 0 or tonumber(first[2]) < due) then due = tonumber(first[2]) end
+  end
+  if count[i] then
+    local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
+    local out = oldest[2] and tonumber(oldest[2]) + window[i] + 1
+    if out and out > now and (due == 0 or out < due) then due = out end
+  end
+  if due > 0 then due = math.max(due - now, 1) end
+  return due
 end
 local function take(ticket)
   for i = 1, stages do
-    local held, wait, wexp, seq, rate = KEYS[5 * i - 4], KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1], KEYS[5 * i]
-    if not redis.call('ZSCORE', held, ticket) then
-      local free = conc[i] - redis.call('ZCARD', held)
-      if count[i] then free = math.min(free, count[i] - redis.call('ZCARD', rate)) end
-      local rank = redis.call('ZRANK', wait, ticket)
-      local ahead = rank or redis.call('ZCARD', wait)
-      if free > 0 and ahead < free then
+    local held, wait, wexp, rate = KEYS[5 * i - 4], KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i]
+    local free = conc[i] - heldN[i]
+    if count[i] then free = math.min(free, count[i] - rateN[i]) end
+    local rank = false
+    if waitN[i] > 0 then rank = redis.call('ZRANK', wait, ticket) end
+    local ahead = rank or waitN[i]
+    if free > 0 and ahead < free then
+      -- NX: a ticket holding the stage already (a waiter looking again) keeps its place and lease.
+      if redis.call('ZADD', held, 'NX', leaseEnd, ticket) == 1 then
+        heldN[i] = heldN[i] + 1
+        grew[i] = true
         if rank then
           redis.call('ZREM', wait, ticket)
           redis.call('ZREM', wexp, ticket)
-        end
-        if redis.call('ZADD', held, leaseEnd, ticket) == 1 then redis.call('PEXPIRE', held, ttl) end
-        if count[i] then
-          redis.call('ZADD', rate, now, ticket)
-          redis.call('PEXPIRE', rate, window[i] + 1000)
-        end
-      else
-        if not rank then
-          redis.call('ZADD', wait, redis.call('INCR', seq), ticket)
-        end
-        redis.call('ZADD', wexp, leaseEnd, ticket)
-        for _, k in ipairs({held, wait, wexp, seq}) do redis.call('PEXPIRE', k, ttl) end
-        local due = 0
-        for _, k in ipairs({held, wexp}) do
-          local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-          if first[2] and (due == 0 or tonumber(first[2]) < due) then due = tonumber(first[2]) end
+          waitN[i] = waitN[i] - 1
         end
         if count[i] then
-          local oldest = redis.call('ZRANGE', rate, 0, 0, 'WITHSCORES')
-          local out = oldest[2] and tonumber(oldest[2]) + window[i] + 1
-          if out and out > now and (due == 0 or out < due) then due = out end
+          rateN[i] = rateN[i] + redis.call('ZADD', rate, now, ticket)
         end
-        if due > 0 then due = math.max(due - now, 1) end
-        return i - 1, due
       end
+    elseif not redis.call('ZSCORE', held, ticket) then
+      return i - 1, wait_at(i, ticket, rank)
     end
   end
   return stages, 0
@@ -99,6 +115,12 @@ for t = 3 + stages, #ARGV do
   local granted, due = take(ARGV[t])
   out[#out + 1] = granted
   out[#out + 1] = due
+end
+for i = 1, stages do
+  if grew[i] then
+    redis.call('PEXPIRE', KEYS[5 * i - 4], ttl)
+    if count[i] then redis.call('PEXPIRE', KEYS[5 * i], window[i] + 1000) end
+  end
 end
 return out
 `,

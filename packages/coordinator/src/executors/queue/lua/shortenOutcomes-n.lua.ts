@@ -2,24 +2,22 @@ import { defineScript } from '../../../support/redis-client.js';
 
 /**
  * Once rounds are committed: their calls' outcome keys (one coordinator's namespace, one hash
- * slot) live at most a little longer, instead of the day they were written with.
+ * slot) live at most a little longer, instead of the day they were written with. One PEXPIRE a
+ * key, no PTTL first: a key is noted once, when its round commits, hours before its day is out,
+ * so the only key this could lengthen is one shortened already (a round committed twice), and
+ * then by less than ARGV[1]; a key that is gone stays gone (PEXPIRE of no key is a no-op).
  */
 export const shortenOutcomesScript = defineScript(
   'shortenOutcomes',
   1,
   `--[[
   KEYS[i] a committed call's outcome key (STRING; may be gone)
-  ARGV[1] TTL ms to cut each key's TTL down to (never lengthened)
-  Returns how many TTLs were cut.
+  ARGV[1] TTL ms to set on each key
+  Returns how many keys were there to cut.
 ]]
-local ttl = tonumber(ARGV[1])
 local cut = 0
 for i = 1, #KEYS do
-  local left = redis.call('PTTL', KEYS[i])
-  if left > ttl then
-    redis.call('PEXPIRE', KEYS[i], ttl)
-    cut = cut + 1
-  end
+  cut = cut + redis.call('PEXPIRE', KEYS[i], ARGV[1])
 end
 return cut
 `,
