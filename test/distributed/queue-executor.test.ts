@@ -368,7 +368,7 @@ describe('QueueExecutor with two workers', () => {
       expect(done?.name).toBe('test_echo');
     });
 
-    it("never carries another run's calls in a job (DESIGN.md: one run's batch per job)", async () => {
+    it('carries the calls of several runs admitted together in one job (DESIGN.md, corrected for v1.3)', async () => {
       const prefix = randomPrefix();
       await worker(prefix, 'w-a');
       const exec = await executor(prefix);
@@ -378,9 +378,10 @@ describe('QueueExecutor with two workers', () => {
       const outcomes = await Promise.all([...a, ...b, ...c].map((call) => exec.execute(call, never())));
       expect(outcomes.every((o) => o.status === 'ok')).toBe(true);
       const q = exec.queueOf('concurrent');
-      await waitFor(async () => (await q.getJobCounts('completed')).completed === 3);
-      const ids = (await q.getJobs(['completed'])).map((j) => j.id).sort();
-      expect(ids).toEqual([`${a[0]?.round}-0.1`, `${b[0]?.round}-0.1.2`, `${c[0]?.round}-0`].sort());
+      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      const ids = (await q.getJobs(['completed'])).map((j) => j.id);
+      // One job, its id naming each round's calls in the order they joined.
+      expect(ids).toEqual([`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2+${c[0]?.round}-0`]);
     });
 
     it('names each job from TD_JOB_NAME’s template (session, run, round, queue, tools), as the dashboard shows it', async () => {
