@@ -1,5 +1,5 @@
 import { defineScript } from '../../support/redis-client.js';
-import { NOW_LUA, PURGE_LAPSED_LUA } from './acquireLimits-5n.lua.js';
+import { PURGE_LAPSED_LUA } from './acquireLimits-5n.lua.js';
 
 /**
  * Calls (those of one tick, coalesced) let go of their places at the stages of one scope, or of
@@ -14,8 +14,9 @@ export const releaseLimitsScript = defineScript(
   ARGV[i] stage i's concurrency  ARGV[stages+1..] tickets
   Returns the (1-based) stages with a free place and a waiter, an array, possibly empty.
 ]]
-${NOW_LUA}
 local stages = #KEYS / 4
+-- The clock only when a stage has waiters (its lapsed leases dropped): most releases wake no one.
+local now
 local tickets = {}
 for t = stages + 1, #ARGV do tickets[#tickets + 1] = ARGV[t] end
 local wake = {}
@@ -25,6 +26,10 @@ for i = 1, stages do
   if redis.call('ZCARD', wait) > 0 then
     redis.call('ZREM', wait, unpack(tickets))
     redis.call('ZREM', wexp, unpack(tickets))
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
     ${PURGE_LAPSED_LUA}
     if redis.call('ZCARD', wait) > 0 and redis.call('ZCARD', held) < tonumber(ARGV[i]) then
       wake[#wake + 1] = i
