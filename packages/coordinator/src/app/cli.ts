@@ -38,6 +38,7 @@ import { mcpServersFrom, startMcpHub } from './mcp.js';
 import { runMcpStdio } from './mcp-stdio.js';
 import { CoordinatorMetrics } from './metrics.js';
 import { mcpHooks, observabilityHooks } from './observe.js';
+import { sandboxConfigFrom, startSandbox } from './sandbox.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
 
 const ENVIRONMENT = `
@@ -129,6 +130,7 @@ const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT)
 async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
   const signals = exitOnSignals(log);
   const config = configFrom(opts);
+  const sandboxConfig = sandboxConfigFrom();
   const mcpServers = mcpServersFrom(process.env, log);
   const namedLimits = namedLimitsFrom(process.env);
   const listenPort = opts.port ?? envPort(8080);
@@ -138,6 +140,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   if (config.mode === 'embedded') {
     const mcp = startMcpHub(mcpServers, log, packageVersion());
     if (mcp) metrics.watchMcp(mcp);
+    const sandbox = await startSandbox(sandboxConfig, log);
     // Handlers run in this process: it is its own one worker, and counts its executions as one.
     const workerMetrics = new WorkerMetrics({ defaultMetrics: false });
     metrics.setWorkersAlive(1);
@@ -152,6 +155,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
           hooks,
           log,
           workerMetrics,
+          sandbox,
           ...(mcp ? { mcp } : {}),
           ...(namedLimits ? { namedLimits } : {}),
         }),
@@ -161,6 +165,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
       mcpHooks: mcpHooks(tracing, metrics),
       onClosed: async () => {
         await mcp?.close();
+        await sandbox.close();
         await tracing.shutdown();
       },
     });
@@ -172,8 +177,10 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   // A coordinator runs no handlers: its workers connect to the servers (the file is still checked).
   const mcp = workers > 0 ? startMcpHub(mcpServers, log, packageVersion()) : undefined;
   if (mcp) metrics.watchMcp(mcp);
+  const sandbox = workers > 0 ? await startSandbox(sandboxConfig, log) : undefined;
   const running = await distributedCoordinator({
     ...(mcp ? { mcp } : {}),
+    ...(sandbox ? { sandbox } : {}),
     config,
     port: listenPort,
     host: opts.host,
@@ -196,12 +203,15 @@ async function worker(opts: { port?: number; prefix?: string; concurrency?: numb
     ...(opts.prefix ? { prefix: opts.prefix } : {}),
     ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
   });
+  const sandboxConfig = sandboxConfigFrom();
   const mcpServers = mcpServersFrom(process.env, log);
+  const sandbox = await startSandbox(sandboxConfig, log);
   const running = await runWorkerProcess({
     config,
     port: opts.port ?? envPort(9464),
     log,
     mcp: startMcpHub(mcpServers, log, packageVersion()),
+    sandbox,
   });
   signals.ready(running.stop);
 }
