@@ -20,6 +20,20 @@ export function processSandbox(): Promise<Sandbox> {
   return shared;
 }
 
+let forMcp: Promise<Sandbox> | undefined;
+
+/**
+ * The sandbox of the stdio MCP servers that ask for one (`"sandbox"` in TD_MCP_CONFIG): this
+ * process's limits and TD_SANDBOX_READ, always confined (a server's own ask wins over TD_SANDBOX=off).
+ */
+export function mcpServerSandbox(): Promise<Sandbox> {
+  forMcp ??= createSandbox(
+    { ...resolveSandboxConfig({}, process.env), mode: 'on', net: { mode: 'none' } },
+    { hide: workerFiles() },
+  );
+  return forMcp;
+}
+
 /** A process's sandbox from `config`, its worker files hidden. */
 export function sandboxOf(config: SandboxConfig, options: CreateSandboxOptions = {}): Promise<Sandbox> {
   return createSandbox(config, { hide: workerFiles(), ...options });

@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ToolError } from '@tool-dispatch/shared';
 import { errorCode } from '../support/node-error.js';
-import type { Confined, KillingLimit, LaunchSpec, Sandbox, SandboxLimits } from './sandbox.js';
+import type { Confined, KillingLimit, LaunchSpec, PreparedLaunch, Sandbox, SandboxLimits } from './sandbox.js';
 
 const GROUP_POLL_MS = 25;
 /** What a command saw of the worker's environment before v1.3 (TD_SANDBOX=off keeps it). */
@@ -28,6 +28,17 @@ export class OffSandbox implements Sandbox {
       overLimit: new Promise<KillingLimit>(() => {}),
       kill: (graceMs) => killGroup(child, graceMs),
       finish: async () => ({}),
+    };
+  }
+
+  async prepare(spec: LaunchSpec & { env?: Record<string, string> }): Promise<PreparedLaunch> {
+    const [command, ...args] = spec.argv;
+    if (command === undefined) throw new ToolError('handler_error', 'nothing to run');
+    return {
+      command,
+      args,
+      env: { ...(offEnv() as Record<string, string>), ...(spec.env ?? {}) },
+      release: async () => {},
     };
   }
 
@@ -99,6 +110,10 @@ export class UnavailableSandbox implements Sandbox {
   ) {}
 
   async launch(): Promise<Confined> {
+    throw new ToolError('sandbox_unavailable', this.problem);
+  }
+
+  async prepare(): Promise<PreparedLaunch> {
     throw new ToolError('sandbox_unavailable', this.problem);
   }
 

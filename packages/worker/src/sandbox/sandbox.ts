@@ -42,6 +42,16 @@ export interface Confined {
   finish(): Promise<{ limit?: KillingLimit }>;
 }
 
+/** A launch whose process the caller spawns itself (an MCP SDK transport): what to spawn, and the clean-up after. */
+export interface PreparedLaunch {
+  command: string;
+  args: string[];
+  /** The spawning process's environment (the sandbox sets the inside's itself). */
+  env: Record<string, string>;
+  /** After the process exited (or to end it): kills what is left, frees the sandbox. */
+  release(): Promise<void>;
+}
+
 /** The seam a `run_command` (or an MCP server) runs through; bwrap today, a gVisor or microVM back end later. */
 export interface Sandbox {
   readonly mode: SandboxMode;
@@ -50,6 +60,8 @@ export interface Sandbox {
   readonly limits: SandboxLimits;
   /** Starts `spec` confined; throws a `ToolError` (`sandbox_unavailable`) when it cannot be confined. */
   launch(spec: LaunchSpec): Promise<Confined>;
+  /** The same confinement as `launch`, spawned by the caller; `spec.env` adds variables inside. */
+  prepare(spec: LaunchSpec & { env?: Record<string, string> }): Promise<PreparedLaunch>;
   close(): Promise<void>;
 }
 
