@@ -1,3 +1,5 @@
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../support/redis.js';
 import { ATTACKS, hostProcesses, LIMITS, type Probe, startProbe } from './attacks.js';
@@ -10,6 +12,7 @@ import {
   removePlanted,
   runnerAlive,
   session,
+  startDeployment,
 } from './deployment.js';
 
 // API.md v1.3 "Sandboxed commands", through the real HTTP API and real processes: `dev` in
@@ -82,6 +85,46 @@ describe.each(['embedded', 'distributed'] as DeploymentMode[])('sandboxed comman
     expect(await call).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     expect(hostProcesses(m2)).toEqual([]);
   });
-});
 
-import { startDeployment } from './deployment.js';
+  describe('what still works inside', () => {
+    it('git init, add and commit in the workspace', async () => {
+      const a = await session(on, 'a');
+      const o = await a.out(
+        'git init -q repo && cd repo && echo hello > a.txt && git add a.txt && git -c user.name=s -c user.email=s@example.invalid commit -q -m first && git log --oneline | wc -l',
+      );
+      expect(o.trim()).toBe('1');
+      expect(existsSync(path.join(a.workspace, 'repo', '.git', 'HEAD'))).toBe(true);
+    });
+
+    it('node, python3, make and a C compile; exit codes and stderr', async () => {
+      const a = await session(on, 'a');
+      expect(await a.out(`node -e "console.log(6 * 7)"`)).toBe('42\n');
+      expect(await a.out(`python3 -c "print(sum(range(10)))"`)).toBe('45\n');
+      writeFileSync(
+        path.join(a.workspace, 'hi.c'),
+        '#include <stdio.h>\nint main(void) { puts("compiled"); return 3; }\n',
+      );
+      writeFileSync(path.join(a.workspace, 'Makefile'), 'hi: hi.c\n\tgcc -o hi hi.c\n');
+      const r = await a.sh('make -s && ./hi; echo oops >&2');
+      expect(r).toMatchObject({ status: 'ok', output: { exitCode: 0, stdout: 'compiled\n', stderr: 'oops\n' } });
+      expect((await a.sh('./hi')).output.exitCode).toBe(3);
+    });
+
+    it('a file made executable in one call runs in a later one; it keeps its content and mode for read_files', async () => {
+      const a = await session(on, 'a');
+      await a.out(`printf '#!/bin/sh\\necho from-script\\n' > run.sh && chmod 750 run.sh`);
+      expect(await a.out('./run.sh')).toBe('from-script\n');
+      expect(statSync(path.join(a.workspace, 'run.sh')).mode & 0o777).toBe(0o750);
+      const [read] = await a.round([
+        { id: 'r', name: 'run_tool', args: { name: 'read_files', args: { paths: ['run.sh'] } } },
+      ]);
+      expect(JSON.stringify(read.output)).toContain('from-script');
+    });
+
+    it('a command changes a file the worker wrote (root-owned) in the workspace', async () => {
+      const a = await session(on, 'a');
+      writeFileSync(path.join(a.workspace, 'owned.txt'), 'one\n');
+      expect(await a.out('echo two >> owned.txt && cat owned.txt && id -u')).toMatch(/^one\ntwo\n(?!0\n)\d+\n$/);
+    });
+  });
+});
