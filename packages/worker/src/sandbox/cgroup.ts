@@ -9,7 +9,7 @@ const CGROUP_FS = '/sys/fs/cgroup';
 /** The folder (under the worker's own cgroup) that holds one cgroup per sandboxed call. */
 const PARENT = 'td-sandbox';
 const MB = 1024 * 1024;
-const EMPTY_POLL_MS = 10;
+const EMPTY_POLL_MS = 2;
 
 /** Where this machine lets the worker make cgroups: v1 memory + pids hierarchies, or one delegated v2 subtree. */
 export type CgroupRoots = { version: 1; memory: string; pids: string } | { version: 2; dir: string };
