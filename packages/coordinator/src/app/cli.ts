@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   DEFAULT_CONFIRM_TIMEOUT_MS,
+  DEFAULT_SANDBOX_FILE_MB,
+  DEFAULT_SANDBOX_MEMORY_MB,
+  DEFAULT_SANDBOX_PIDS,
   DEFAULT_INPUT_TIMEOUT_MS,
   DEFAULT_JOB_CALLS,
   DEFAULT_MAX_ROUNDS_IN_FLIGHT,
@@ -54,6 +57,13 @@ Environment (docs/api.md):
                          role (backend, approver, operator), instead of TD_API_TOKEN; re-read on SIGHUP
   TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
   TD_SEARCH_URL          SearxNG endpoint for search_web
+  TD_SANDBOX             on (default): each run_command in a sandbox of its own (bubblewrap); off: as
+                         before v1.3; anything else exits 2
+  TD_SANDBOX_READ        host paths bound read-only into every sandbox (comma list)
+  TD_SANDBOX_NET         none (default: own loopback only), host, or host[:port] patterns via the proxy
+  TD_SANDBOX_MEMORY_MB   memory of one command before it is killed whole (default ${DEFAULT_SANDBOX_MEMORY_MB})
+  TD_SANDBOX_PIDS        processes and threads of one command at once (default ${DEFAULT_SANDBOX_PIDS})
+  TD_SANDBOX_FILE_MB     largest file one command writes (default ${DEFAULT_SANDBOX_FILE_MB})
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
   TD_INPUT_TIMEOUT_MS    how long a parked call (ask_user, interactive or client tool) waits for
                          its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
