@@ -44,6 +44,8 @@ export interface SandboxProxyOptions {
   /** Injected in tests (names of the test's own); defaults to the system resolver. */
   resolveHost?: ResolveHost;
   limits?: Partial<SandboxProxyLimits>;
+  /** Told of every request the proxy answers itself (a 4xx or 5xx), for the worker's log. */
+  onRefusal?: (refusal: { status: number; message: string }) => void;
 }
 
 export interface SandboxProxy {
@@ -58,6 +60,7 @@ interface ProxyContext {
   limits: SandboxProxyLimits;
   signal: AbortSignal;
   sockets: Set<Socket>;
+  onRefusal: ((refusal: { status: number; message: string }) => void) | undefined;
 }
 
 /**
@@ -75,6 +78,7 @@ export async function startSandboxProxy(o: SandboxProxyOptions): Promise<Sandbox
     limits,
     signal: closing.signal,
     sockets: new Set(),
+    onRefusal: o.onRefusal,
   };
   const dir = await mkdtemp(join(tmpdir(), 'td-sandbox-net-')); // mode 0700
   const socketPath = join(dir, 'proxy.sock');
@@ -131,7 +135,7 @@ function createProxyServer(ctx: ProxyContext): Server {
   });
   server.on('request', function onPlainRequest(req: IncomingMessage, res: ServerResponse) {
     if (served.has(req.socket)) {
-      answerResponse(res, new ProxyRefusal(400, 'one request per connection: open a new one'));
+      answerResponse(res, report(ctx, new ProxyRefusal(400, 'one request per connection: open a new one')));
       return;
     }
     served.add(req.socket);
@@ -141,21 +145,22 @@ function createProxyServer(ctx: ProxyContext): Server {
       idleTimeoutMs: ctx.limits.idleTimeoutMs,
       signal: ctx.signal,
       track: (s) => track(ctx, s),
-    }).catch((e: unknown) => answerResponse(res, asRefusal(e)));
+    }).catch((e: unknown) => answerResponse(res, report(ctx, asRefusal(e))));
   });
   server.on('connect', function onConnect(req: IncomingMessage, socket: Socket, head: Buffer) {
-    tunnel(ctx, req, socket, head).catch((e: unknown) => answerSocket(socket, asRefusal(e)));
+    tunnel(ctx, req, socket, head).catch((e: unknown) => answerSocket(socket, report(ctx, asRefusal(e))));
   });
   server.on('upgrade', function onUpgrade(_req: IncomingMessage, socket: Socket) {
-    answerSocket(socket, new ProxyRefusal(400, 'protocol upgrades over plain HTTP are not proxied: use CONNECT'));
+    answerSocket(
+      socket,
+      report(ctx, new ProxyRefusal(400, 'protocol upgrades over plain HTTP are not proxied: use CONNECT')),
+    );
   });
   server.on('clientError', function onClientError(e: Error & { code?: string }, socket: Socket) {
     const tooLarge = e.code === 'HPE_HEADER_OVERFLOW';
     const status = e.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 504 : 400;
-    answerSocket(
-      socket,
-      new ProxyRefusal(status, tooLarge ? 'the request head is too large' : `bad request: ${e.message}`),
-    );
+    const message = tooLarge ? 'the request head is too large' : `bad request: ${e.message}`;
+    answerSocket(socket, report(ctx, new ProxyRefusal(status, message)));
   });
   return server;
 }
@@ -193,6 +198,15 @@ async function tunnel(ctx: ProxyContext, req: IncomingMessage, client: Socket, h
   if (head.length > 0) upstream.write(head);
   client.pipe(upstream);
   upstream.pipe(client);
+}
+
+function report(ctx: ProxyContext, r: ProxyRefusal): ProxyRefusal {
+  try {
+    ctx.onRefusal?.({ status: r.status, message: r.message });
+  } catch {
+    // a failing listener never stops the answer
+  }
+  return r;
 }
 
 function asRefusal(e: unknown): ProxyRefusal {
