@@ -17,7 +17,7 @@ import {
 /** Joins the call's cgroups, then execs the rest: nothing of the command runs before it is limited. */
 const JOIN_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 const MB = 1024 * 1024;
-/** Until the filtering proxy is wired (net/sandbox-proxy.ts): allow lists fail closed. */
+/** A sandbox built without a proxy launcher (create.ts always gives one): allow lists fail closed. */
 export const NET_MISSING =
   'TD_SANDBOX_NET allow lists (and an MCP server\'s "net") need the filtering HTTP(S) proxy of the worker (net/sandbox-proxy.ts), which this build has not got: nothing is run; use none or host';
 

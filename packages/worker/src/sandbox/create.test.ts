@@ -39,10 +39,23 @@ describe('createSandbox', () => {
     await expect(s.launch({ argv: ['true'], workdir: '/tmp' })).rejects.toMatchObject({ code: 'sandbox_unavailable' });
   });
 
-  it('fails closed while the allow-list proxy is missing', async () => {
-    const s = await createSandbox({ ...config, net: { mode: 'allow', patterns: ['registry.npmjs.org'] } });
-    expect(s.mode).toBe('unavailable');
-    expect(s.problem).toMatch(/TD_SANDBOX_NET=registry\.npmjs\.org needs the filtering HTTP\(S\) proxy/);
+  it('reaches nothing but what TD_SANDBOX_NET allows, through the proxy (HTTPS_PROXY set inside)', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'td-sbx-'));
+    const s = await createSandbox({ ...config, net: { mode: 'allow', patterns: ['registry.example.invalid'] } });
+    try {
+      expect(s.mode).toBe('on');
+      const c = await s.launch({ argv: ['sh', '-c', 'echo "$HTTPS_PROXY"'], workdir: dir });
+      let out = '';
+      c.child.stdout?.on('data', (b: Buffer) => {
+        out += b.toString();
+      });
+      await new Promise((r) => c.child.once('close', r));
+      await c.finish();
+      expect(out).toMatch(/^http:\/\/127\.0\.0\.1:\d+\n$/);
+    } finally {
+      await s.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('removes the cgroup of each launch after it', async () => {

@@ -2,6 +2,7 @@ import { access, constants, lstat, mkdtemp, readdir, readlink, rm } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SandboxConfig } from '@tool-dispatch/shared';
+import { proxiedLaunch, type SandboxProxy, startSandboxProxy } from '../net/sandbox-proxy.js';
 import { errorMessage } from '../support/node-error.js';
 import { BwrapSandbox, type NetLauncher } from './bwrap.js';
 import { SYSTEM_DIRS, type SystemEntry } from './bwrap-args.js';
@@ -33,6 +34,48 @@ export interface CreateSandboxOptions {
   netLauncher?: NetLauncher;
   onClose?: () => Promise<void>;
   bwrap?: string;
+  /** TD_HTTP_ALLOW for the allow-list proxy's address check (default: this process's). */
+  httpAllow?: readonly string[];
+}
+
+function httpAllowOf(env: NodeJS.ProcessEnv): string[] {
+  return (env.TD_HTTP_ALLOW ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+/**
+ * One filtering proxy (net/sandbox-proxy.ts) per allow list, started when a sandbox first needs
+ * it (TD_SANDBOX_NET's, or an MCP server's `net`) and closed with the sandbox.
+ */
+class ProxyPool {
+  private readonly proxies = new Map<string, Promise<SandboxProxy>>();
+  constructor(private readonly httpAllow: readonly string[]) {}
+
+  async launch(patterns: readonly string[], argv: readonly string[]) {
+    const key = patterns.join(',');
+    let proxy = this.proxies.get(key);
+    if (!proxy) {
+      proxy = startSandboxProxy({ allow: patterns, httpAllow: this.httpAllow });
+      this.proxies.set(key, proxy);
+      proxy.catch(() => this.proxies.delete(key));
+    }
+    return proxiedLaunch(await proxy, argv);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.proxies.values()];
+    this.proxies.clear();
+    await Promise.all(
+      all.map((p) =>
+        p.then(
+          (x) => x.close(),
+          () => undefined,
+        ),
+      ),
+    );
+  }
 }
 
 /**
@@ -50,11 +93,8 @@ export async function createSandbox(config: SandboxConfig, options: CreateSandbo
   if (!prlimit) return unavailable('prlimit (util-linux) is not installed, and TD_SANDBOX_FILE_MB needs it');
   const roots = await findCgroupRoots();
   if (typeof roots === 'string') return unavailable(roots);
-  if (config.net.mode === 'allow' && !options.netLauncher)
-    return unavailable(
-      `TD_SANDBOX_NET=${config.net.patterns.join(',')} needs the filtering HTTP(S) proxy of the worker (net/sandbox-proxy.ts), which this build has not got; use TD_SANDBOX_NET=none or host`,
-    );
   const [system, hidden] = await Promise.all([systemEntries(), hiddenPaths(options.hide ?? [])]);
+  const proxies = options.netLauncher ? undefined : new ProxyPool(options.httpAllow ?? httpAllowOf(process.env));
   const sandbox = new BwrapSandbox({
     bwrap,
     prlimit,
@@ -64,8 +104,11 @@ export async function createSandbox(config: SandboxConfig, options: CreateSandbo
     ...hidden,
     read: config.read,
     net: config.net,
-    ...(options.netLauncher ? { netLauncher: options.netLauncher } : {}),
-    ...(options.onClose ? { onClose: options.onClose } : {}),
+    netLauncher: options.netLauncher ?? ((net, argv) => (proxies as ProxyPool).launch(net.patterns, argv)),
+    onClose: async () => {
+      await proxies?.close();
+      await options.onClose?.();
+    },
   });
   const problem = await probe(sandbox);
   return problem ? unavailable(problem) : sandbox;
