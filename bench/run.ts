@@ -1,5 +1,5 @@
 // `pnpm bench`: benchmarks reported as ratios against a baseline or peer run in the same process.
-// BENCH_ONLY=embedded|distributed|limits|mcp|mcp-server|http|job-calls|shards|syscalls|acks runs one of them; without it, all but
+// BENCH_ONLY=embedded|distributed|limits|mcp|mcp-server|http|job-calls|shards|syscalls|acks|sandbox runs one of them; without it, all but
 // shards (a Redis Cluster of its own, for TD_QUEUE_SHARDS) and acks (a primary and replica of its own, TD_REDIS_REPLICA_ACKS).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { benchJobCalls, jobCallsOptionsFromEnv, printJobCalls } from './http-job
 import { benchLimits, limitsOptionsFromEnv, printLimits } from './limits.js';
 import { benchMcp } from './mcp.js';
 import { benchMcpServer, printMcpServer } from './mcp-server.js';
+import { benchSandbox, printSandbox } from './sandbox.js';
 import { benchShards, printShards, shardsOptionsFromEnv } from './shards.js';
 import { benchSyscalls, printSyscalls, syscallsOptionsFromEnv } from './syscalls.js';
 
@@ -72,6 +73,9 @@ if (only === undefined || only === 'mcp') {
     `  schemas    ${m.deferredChars} chars sent with deferral (openai tools array + turn context) vs ${m.fullChars} chars of all ${m.tools} full definitions: ${(m.fullChars / m.deferredChars).toFixed(1)}× less`,
   );
 }
+
+if (only === undefined || only === 'sandbox')
+  printSandbox(await benchSandbox(Number(process.env.BENCH_SANDBOX_CALLS ?? 200), progress));
 
 if (only === undefined || only === 'mcp-server')
   printMcpServer(await benchMcpServer(Number(process.env.BENCH_MCP_SERVER_CALLS ?? 1000), progress));

@@ -3,7 +3,8 @@
 # install is needed), builds every package, and installs the system tools the tests use when
 # they are missing and apt-get is at hand (redis-server for the distributed tests, promtool to
 # lint /metrics, chromium for the dashboard's browser test; playwright-core drives it and never
-# downloads a browser; ss, of iproute2, to read a listening socket's backlog). Safe to run again.
+# downloads a browser; ss, of iproute2, to read a listening socket's backlog; bwrap, of bubblewrap, for
+# the sandbox every run_command runs in, API.md v1.3). Safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
@@ -21,13 +22,14 @@ command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 [ -x /usr/bin/chromium ] || need="$need chromium"
 command -v ss >/dev/null 2>&1 || need="$need iproute2"
+[ -x /usr/bin/bwrap ] || need="$need bubblewrap"
 if [ -n "$need" ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "setup: installing$need (apt-get)"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need) >/dev/null 2>&1 \
-      || echo "setup: could not install$need; the distributed, metrics and browser tests need them" >&2
+      || echo "setup: could not install$need; the distributed, metrics, browser and sandbox tests need them (without bwrap run_command ends sandbox_unavailable)" >&2
   else
-    echo "setup: missing$need (needed by the distributed, metrics and browser tests; install them, or set REDIS_URL)" >&2
+    echo "setup: missing$need (needed by the distributed, metrics, browser and sandbox tests; install them, or set REDIS_URL; without bwrap run_command ends sandbox_unavailable)" >&2
   fi
 fi
 echo "setup: done"

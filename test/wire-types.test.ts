@@ -73,6 +73,8 @@ describe('the client and shared spell the wire types the same', () => {
       cancelled: true,
       unavailable: true,
       rate_limited: true,
+      sandbox_unavailable: true,
+      resource_limit: true,
     } satisfies Record<client.ErrorCode, true>;
     expect(Object.keys(statuses).sort()).toEqual([...STATUSES].sort());
     expect(Object.keys(codes).sort()).toEqual([...ERROR_CODES, 'rate_limited'].sort());

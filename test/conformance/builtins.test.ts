@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { direct, fileContent, httpBody, rt, uid } from './api.js';
 import { describeModes, tagOf, useService } from './fixture.js';
-import { isRunning, sleep } from './service.js';
+import { markedSeconds, pidsWithArg, sleep } from './service.js';
 
 // API.md "Built-in tools": each handler's args and output, against the real processes.
 describeModes('built-in tools', (mode) => {
@@ -127,17 +127,13 @@ describeModes('built-in tools', (mode) => {
     it('past timeoutMs kills the whole process group and ends error/timeout', async () => {
       const s = await session();
       const started = Date.now();
-      const r = await f.api.one(
-        s,
-        rt('run_command', { command: 'sleep 30 & echo $! > bg.pid; echo started; wait', timeoutMs: 700 }),
-      );
+      const bg = markedSeconds(30);
+      const r = await f.api.one(s, rt('run_command', { command: `sleep ${bg} & echo started; wait`, timeoutMs: 700 }));
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(r.status, JSON.stringify(r)).toBe('error');
       expect(r.error?.code).toBe('timeout');
-      const bg = Number(readFileSync(path.join(f.service.workspace(s), 'bg.pid'), 'utf8'));
-      expect(bg).toBeGreaterThan(0);
-      for (let i = 0; i < 40 && isRunning(bg); i++) await sleep(50);
-      expect(isRunning(bg), `background child ${bg} of the timed-out command still runs`).toBe(false);
+      for (let i = 0; i < 40 && pidsWithArg(bg).length > 0; i++) await sleep(50);
+      expect(pidsWithArg(bg), `background child sleep ${bg} of the timed-out command still runs`).toEqual([]);
     });
 
     it('does not pass the service environment (REDIS_URL, TD_*) to commands', async () => {

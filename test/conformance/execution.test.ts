@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Call, httpBody, type Result, rt, uid } from './api.js';
 import { describeModes, tagOf, useService } from './fixture.js';
-import { isRunning, sleep } from './service.js';
+import { markedSeconds, pidsWithArg, sleep } from './service.js';
 
 /** A command printing its start and end (epoch ms) around a sleep. */
 const timed = (seconds: number) => ({
@@ -241,8 +241,9 @@ describeModes('execution, retries and cancellation', (mode) => {
     it('kills a running command with its process group and ends the rest of the round cancelled, unstarted', async () => {
       const s = await session();
       const run = uid('run');
+      const bg = markedSeconds(30);
       const pending = f.api.round(s, run, [
-        rt('run_command', { command: 'sleep 30 & echo $! > bg.pid; wait' }),
+        rt('run_command', { command: `sleep ${bg} & echo started > bg.pid; wait` }),
         rt('run_command', { command: 'touch after.txt' }),
         rt('calculate', { expression: '1+1' }),
       ]);
@@ -251,7 +252,6 @@ describeModes('execution, retries and cancellation', (mode) => {
         10_000,
         'the command never started',
       );
-      const bg = Number(readFileSync(ws(s, 'bg.pid'), 'utf8'));
       const started = Date.now();
       const del = await f.api.request('DELETE', `/v1/sessions/${s}/runs/${run}`);
       expect(del.status, del.text).toBe(200);
@@ -260,7 +260,11 @@ describeModes('execution, retries and cancellation', (mode) => {
       expect(Date.now() - started).toBeLessThan(10_000);
       for (const r of b.results) expect(r).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
       expect(existsSync(ws(s, 'after.txt'))).toBe(false);
-      await waitUntil(() => !isRunning(bg), 5_000, `the command's background child ${bg} survived the cancel`);
+      await waitUntil(
+        () => pidsWithArg(bg).length === 0,
+        5_000,
+        `the command's background child sleep ${bg} survived the cancel`,
+      );
     });
 
     it('never starts the queued concurrent calls of a cancelled run', async () => {

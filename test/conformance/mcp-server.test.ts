@@ -10,7 +10,15 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeModes, useService } from './fixture.js';
-import { isRunning, overRedis, REPO_ROOT, sleep, startExtraCoordinator, stopGroup } from './service.js';
+import {
+  markedSeconds,
+  overRedis,
+  pidsWithArg,
+  REPO_ROOT,
+  sleep,
+  startExtraCoordinator,
+  stopGroup,
+} from './service.js';
 
 const pkgBin = (pkg: string) => {
   const dir = path.join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', pkg);
@@ -336,10 +344,11 @@ describeModes('MCP server at /mcp', (mode) => {
     const c = await connect();
     await f.api.putSession(c.session, { provider: 'mcp', autoApprove: 'all' });
     const ac = new AbortController();
+    const marked = markedSeconds(60);
     const call = c.client.callTool(
       {
         name: 'run_command',
-        arguments: { command: 'sleep 60 & echo $! > child.pid; wait' },
+        arguments: { command: `sleep ${marked} & echo started > child.pid; wait` },
         _meta: { 'tool-dispatch/callId': 'long' },
       },
       { signal: ac.signal, timeout: 120_000 },
@@ -351,7 +360,6 @@ describeModes('MCP server at /mcp', (mode) => {
       20_000,
       'the command started',
     );
-    const child = Number(readFileSync(pidFile, 'utf8').trim());
     ac.abort('stop');
     await expect(call).rejects.toBeDefined();
     const entry = await until(
@@ -365,7 +373,7 @@ describeModes('MCP server at /mcp', (mode) => {
       'the cancelled call in history',
     );
     expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
-    await until(async () => (!isRunning(child) ? true : undefined), 10_000, 'the command’s child gone');
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), 10_000, 'the command’s child gone');
     const next = await c.client.callTool({ name: 'calculate', arguments: { expression: '2*3' } });
     expect(metaOf(next).status).toBe('ok');
   });

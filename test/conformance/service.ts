@@ -464,4 +464,27 @@ export function isRunning(pid: number): boolean {
   }
 }
 
+/**
+ * A `sleep` argument no other process has, so its host process can be found by it: inside a
+ * sandbox (API.md v1.3) a command's `$$` and `$!` are pids of its own pid namespace, not the host's.
+ */
+export function markedSeconds(seconds: number): string {
+  return `${seconds}.${process.pid}${Math.floor(Math.random() * 1e9)}`;
+}
+
+/** Host pids of the live processes with `marker` as an argument (see markedSeconds). */
+export function pidsWithArg(marker: string): number[] {
+  const pids: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0').includes(marker) && isRunning(Number(e)))
+        pids.push(Number(e));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { rt, uid } from './api.js';
 import { tagOf, useService } from './fixture.js';
-import { isRunning, type ProcessGroup, type Service, sleep } from './service.js';
+import { markedSeconds, type ProcessGroup, pidsWithArg, type Service, sleep } from './service.js';
 
 async function waitUntil<T>(get: () => T | undefined, ms: number, what: string): Promise<T> {
   const deadline = Date.now() + ms;
@@ -57,22 +57,16 @@ describe.concurrent('worker processes dying mid-call (distributed mode only)', (
     it('ends a serial call whose worker was killed error/worker_lost, and never runs it again', async () => {
       const s = await f.api.session(['run_command'], { provider: 'openai', autoApprove: 'all' });
       const ws = f.service.workspace(s);
+      const marked = markedSeconds(30);
       const pending = f.api.round(s, uid('run'), [
-        rt('run_command', { command: 'echo run >> runs.txt; echo $$ > sh.pid; sleep 30' }),
+        rt('run_command', { command: `echo run >> runs.txt; sleep ${marked}` }),
       ]);
-      const sh = await waitUntil(
-        () => {
-          try {
-            return Number(readFileSync(`${ws}/sh.pid`, 'utf8')) || undefined;
-          } catch {
-            return undefined;
-          }
-        },
-        10_000,
-        'the command never started',
-      );
+      const sleeper = await waitUntil(() => pidsWithArg(marked)[0], 10_000, 'the command never started');
       try {
-        const worker = workerOf(f.service, parentOf(sh));
+        // The worker is an ancestor of the command (through the sandbox's processes, API.md v1.3).
+        let owner = parentOf(sleeper);
+        while (owner > 1 && !f.service.workers.some((w) => w.pid === owner)) owner = parentOf(owner);
+        const worker = workerOf(f.service, owner);
         worker.signal('SIGKILL');
         const [r] = (await pending).results;
         expect(r, JSON.stringify(r)).toMatchObject({ status: 'error', error: { code: 'worker_lost' } });
@@ -80,8 +74,8 @@ describe.concurrent('worker processes dying mid-call (distributed mode only)', (
         await sleep(1_000);
         expect(readFileSync(`${ws}/runs.txt`, 'utf8')).toBe('run\n');
       } finally {
-        // The command outlived its worker in a process group of its own; it is this test's to end.
-        if (isRunning(sh)) process.kill(-sh, 'SIGKILL');
+        // With TD_SANDBOX=off the command would outlive its worker in a process group of its own: this test's to end.
+        for (const pid of pidsWithArg(marked)) process.kill(pid, 'SIGKILL');
       }
     }, 90_000);
   });

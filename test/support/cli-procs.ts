@@ -30,6 +30,13 @@ export class CliProcesses {
     return c;
   }
 
+  /** Starts `<wrapper...> tool-dispatch <args> --port <free>` (a program that execs the rest, a seccomp filter say). */
+  startUnder(wrapper: string[], args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
+    const [file, ...rest] = wrapper;
+    if (file === undefined) throw new Error('startUnder needs a wrapper program');
+    return this.spawnReady(file, [...rest, bin, ...args], env, waitFor, `${wrapper.join(' ')} ${args[0] ?? ''}`);
+  }
+
   /** Starts a TypeScript script of the repository (tsx, td-source) as `start` does: `<script> <args> --port <free>`. */
   startScript(script: string, args: string[], env: Record<string, string>, waitFor: RegExp): Promise<Proc> {
     const node = ['--conditions=td-source', '--import', 'tsx', path.join(root, script)];

@@ -1,7 +1,15 @@
 /** Wire types of the coordinator's HTTP API (API.md), kept apart from the server's packages. */
 
 export type Status = 'ok' | 'error' | 'deduped' | 'cached' | 'schema' | 'refused' | 'unknown' | 'invalid' | 'denied';
-export type ErrorCode = 'handler_error' | 'timeout' | 'worker_lost' | 'cancelled' | 'unavailable' | 'rate_limited';
+export type ErrorCode =
+  | 'handler_error'
+  | 'timeout'
+  | 'worker_lost'
+  | 'cancelled'
+  | 'unavailable'
+  | 'rate_limited'
+  | 'sandbox_unavailable'
+  | 'resource_limit';
 
 export interface ResultError {
   code: ErrorCode | 'refused' | 'unknown' | 'invalid' | 'denied';

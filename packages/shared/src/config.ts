@@ -1,3 +1,4 @@
+// long-file: every TD_* setting is read and checked here, once (STYLE.md "Options")
 import { ConfigError } from './errors.js';
 import { budgetValueProblem, type ResultBudget } from './result-budget.js';
 
@@ -305,5 +306,95 @@ export function resolveConfig(
         'TD_OUTCOME_AFTER_COMMIT_TTL_MS',
       ),
     ...redisDurabilityOf(options, env),
+  };
+}
+
+/** TD_SANDBOX_MEMORY_MB default: a command's memory (all its processes) before it is killed whole. */
+export const DEFAULT_SANDBOX_MEMORY_MB = 1024;
+/** TD_SANDBOX_PIDS default: processes and threads of one command at once. */
+export const DEFAULT_SANDBOX_PIDS = 256;
+/** TD_SANDBOX_FILE_MB default: the largest file a command writes. */
+export const DEFAULT_SANDBOX_FILE_MB = 1024;
+/** Largest value of each TD_SANDBOX_* limit (MB, or processes). */
+export const MAX_SANDBOX_LIMIT = 1_048_576;
+
+/** TD_SANDBOX_NET (API.md v1.3): none (own loopback only), host (the worker's network) or an allow list of host[:port] patterns. */
+export type SandboxNet = { mode: 'none' } | { mode: 'host' } | { mode: 'allow'; patterns: string[] };
+
+/** The TD_SANDBOX* settings of a process that runs tools (API.md "Sandboxed commands"). */
+export interface SandboxConfig {
+  /** TD_SANDBOX: `on` (default) or `off` (as before v1.3). */
+  mode: 'on' | 'off';
+  /** TD_SANDBOX_READ: absolute host paths bound read-only into every sandbox. */
+  read: string[];
+  net: SandboxNet;
+  memoryMb: number;
+  pids: number;
+  fileMb: number;
+}
+
+const NET_PATTERN =
+  /^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d{1,5})?$/;
+
+/** TD_SANDBOX_NET's value, checked: `none` (or unset), `host`, or a comma list of `host[:port]` patterns. */
+export function sandboxNetOf(raw: string | undefined, name = 'TD_SANDBOX_NET'): SandboxNet {
+  const value = (raw ?? '').trim();
+  if (value === '' || value === 'none') return { mode: 'none' };
+  if (value === 'host') return { mode: 'host' };
+  const patterns = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = patterns.find((p) => !NET_PATTERN.test(p) || p === 'none' || p === 'host');
+  if (bad !== undefined)
+    throw new ConfigError(
+      `${name} must be none, host, or a comma list of host[:port] patterns (registry.npmjs.org, *.github.com:443); ${JSON.stringify(bad)} is not one`,
+    );
+  return { mode: 'allow', patterns };
+}
+
+function sandboxLimitOf(raw: string | undefined, fallback: number, name: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_SANDBOX_LIMIT)
+    throw new ConfigError(`${name} must be an integer from 1 to ${MAX_SANDBOX_LIMIT}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** TD_SANDBOX_READ: a comma list of absolute paths (no `..`). */
+export function sandboxReadOf(raw: string | undefined, name = 'TD_SANDBOX_READ'): string[] {
+  const paths = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = paths.find((p) => !p.startsWith('/') || p.split('/').includes('..') || p.includes('\0'));
+  if (bad !== undefined)
+    throw new ConfigError(`${name} takes absolute host paths without '..', got ${JSON.stringify(bad)}`);
+  return paths.map((p) => (p.length > 1 ? p.replace(/\/+$/, '') : p));
+}
+
+/**
+ * The TD_SANDBOX* settings, checked once (API.md v1.3): a bad value is a ConfigError (`dev` and
+ * `worker` exit 2 naming it); options win over the environment.
+ */
+export function resolveSandboxConfig(
+  options: Partial<SandboxConfig> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): SandboxConfig {
+  const raw = env.TD_SANDBOX;
+  let mode = options.mode;
+  if (mode === undefined) {
+    if (raw === undefined || raw === '' || raw === 'on') mode = 'on';
+    else if (raw === 'off') mode = 'off';
+    else throw new ConfigError(`TD_SANDBOX must be on or off, got ${JSON.stringify(raw)}`);
+  }
+  return {
+    mode,
+    read: options.read ?? sandboxReadOf(env.TD_SANDBOX_READ),
+    net: options.net ?? sandboxNetOf(env.TD_SANDBOX_NET),
+    memoryMb:
+      options.memoryMb ?? sandboxLimitOf(env.TD_SANDBOX_MEMORY_MB, DEFAULT_SANDBOX_MEMORY_MB, 'TD_SANDBOX_MEMORY_MB'),
+    pids: options.pids ?? sandboxLimitOf(env.TD_SANDBOX_PIDS, DEFAULT_SANDBOX_PIDS, 'TD_SANDBOX_PIDS'),
+    fileMb: options.fileMb ?? sandboxLimitOf(env.TD_SANDBOX_FILE_MB, DEFAULT_SANDBOX_FILE_MB, 'TD_SANDBOX_FILE_MB'),
   };
 }

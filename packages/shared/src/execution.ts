@@ -128,7 +128,9 @@ export type ExecFailureKind =
   | 'worker_died'
   | 'run_cancelled'
   | 'start_unacknowledged'
-  | 'no_workers';
+  | 'no_workers'
+  | 'no_sandbox'
+  | 'over_resource_limit';
 
 /** The failure kind behind each error code (the inverse of `FAILURES` for executors' kinds). */
 const KIND_OF_CODE = {
@@ -137,6 +139,8 @@ const KIND_OF_CODE = {
   worker_lost: 'worker_died',
   cancelled: 'run_cancelled',
   unavailable: 'start_unacknowledged',
+  sandbox_unavailable: 'no_sandbox',
+  resource_limit: 'over_resource_limit',
 } as const satisfies Record<ErrorCode, ExecFailureKind>;
 
 /** The failure kind an error code stands for (a `ToolError`'s code, say). */

@@ -16,7 +16,7 @@ export {
   USER_TOOL_PREFIXES,
 } from './builtins.js';
 export { callKey, canonicalJson, hashCanonical } from './canonical.js';
-export type { DispatchConfig, DispatchConfigOptions, Mode } from './config.js';
+export type { DispatchConfig, DispatchConfigOptions, Mode, SandboxConfig, SandboxNet } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
@@ -27,6 +27,9 @@ export {
   DEFAULT_REDIS_REPLICA_ACKS,
   DEFAULT_REDIS_WAIT_MS,
   DEFAULT_ROUND_QUEUE_MS,
+  DEFAULT_SANDBOX_FILE_MB,
+  DEFAULT_SANDBOX_MEMORY_MB,
+  DEFAULT_SANDBOX_PIDS,
   DEFAULT_SESSION_TTL_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
   DEFAULT_WORKER_CONCURRENCY,
@@ -42,9 +45,13 @@ export {
   MAX_OUTPUT_BYTES,
   MAX_QUEUE_SHARDS,
   MAX_REDIS_REPLICA_ACKS,
+  MAX_SANDBOX_LIMIT,
   MAX_STREAM_BYTES,
   RESULT_CACHE_TTL_MS,
   resolveConfig,
+  resolveSandboxConfig,
+  sandboxNetOf,
+  sandboxReadOf,
 } from './config.js';
 export { ConfigError, DispatchError, isToolError, ToolError } from './errors.js';
 export type {

@@ -13,7 +13,15 @@ export const STATUSES = [
 export type Status = (typeof STATUSES)[number];
 
 /** Codes of calls that ran or were handed to an executor (an executor's outcome carries one). */
-export const ERROR_CODES = ['handler_error', 'timeout', 'worker_lost', 'cancelled', 'unavailable'] as const;
+export const ERROR_CODES = [
+  'handler_error',
+  'timeout',
+  'worker_lost',
+  'cancelled',
+  'unavailable',
+  'sandbox_unavailable',
+  'resource_limit',
+] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** A call the coordinator never started: over a TD_LIMITS limit past maxWaitMs or its deadline (API.md v1.2). */
@@ -77,7 +85,11 @@ export type FailureKind =
   /** A tool the catalog knew, with no live worker to run it within the round's patience (the registry lost, say). */
   | 'no_workers'
   /** Over a TD_LIMITS limit past maxWaitMs or its deadline: never started. */
-  | 'over_limit';
+  | 'over_limit'
+  /** (v1.3) The worker could not make a sandbox for a command (TD_SANDBOX on): nothing ran. */
+  | 'no_sandbox'
+  /** (v1.3) A sandboxed command went over TD_SANDBOX_MEMORY_MB and was killed whole. */
+  | 'over_resource_limit';
 
 /** The one mapping from a failure kind to the (status, code) pair the client sees. */
 export const FAILURES = {
@@ -96,6 +108,8 @@ export const FAILURES = {
   start_unacknowledged: { status: 'error', code: 'unavailable' },
   no_workers: { status: 'error', code: 'unavailable' },
   over_limit: { status: 'error', code: 'rate_limited' },
+  no_sandbox: { status: 'error', code: 'sandbox_unavailable' },
+  over_resource_limit: { status: 'error', code: 'resource_limit' },
 } as const satisfies Record<FailureKind, { status: Status; code: ResultError['code'] }>;
 
 export function assertNever(value: never, what = 'value'): never {

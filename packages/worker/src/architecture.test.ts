@@ -10,6 +10,7 @@ const SRC = path.dirname(fileURLToPath(import.meta.url));
 const LAYERS: readonly (readonly string[])[] = [
   ['support'],
   ['net'],
+  ['sandbox'],
   ['handlers', 'mcp'],
   ['registry.ts', 'metrics.ts'],
   ['execute-job.ts'],

@@ -17,7 +17,7 @@ export { httpRequest } from './handlers/http-request.js';
 export type { ReadFileEntry } from './handlers/read-files.js';
 export { readFiles } from './handlers/read-files.js';
 export type { RunCommandOutput } from './handlers/run-command.js';
-export { KILL_GRACE_MS, runCommand } from './handlers/run-command.js';
+export { createRunCommand, KILL_GRACE_MS, runCommand } from './handlers/run-command.js';
 export type { SearchResult } from './handlers/search-web.js';
 export { MAX_SEARCH_RESULTS, searchWeb } from './handlers/search-web.js';
 export type { TodoItem } from './handlers/write-todo.js';
@@ -35,4 +35,8 @@ export type { CheckedTarget, CheckUrlOptions, ResolveHost } from './net/net-guar
 export { checkUrl, isHostAllowed, isPrivateAddress } from './net/net-guard.js';
 export type { HandlerSource } from './registry.js';
 export { createBuiltinRegistry, HandlerRegistry } from './registry.js';
+export type { CreateSandboxOptions } from './sandbox/create.js';
+export { createSandbox } from './sandbox/create.js';
+export { describeSandbox, processSandbox, sandboxOf } from './sandbox/default.js';
+export type { Confined, LaunchSpec, Sandbox, SandboxLimits, SandboxMode } from './sandbox/sandbox.js';
 export { normalizeWorkspacePath, resolveInWorkspace } from './support/workspace.js';

@@ -45,6 +45,18 @@ export class WorkerMetrics {
     registers: [this.registry],
   });
 
+  private readonly sandbox = new Gauge({
+    name: 'td_worker_sandbox',
+    help: 'What this worker runs commands in (API.md v1.3): 1 for its mode (on, off, or unavailable: no sandbox could be made), 0 for the others.',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+
+  /** Sets td_worker_sandbox: 1 for `mode`, 0 for the other two. */
+  sandboxMode(mode: 'on' | 'off' | 'unavailable'): void {
+    for (const m of ['on', 'off', 'unavailable'] as const) this.sandbox.labels(m).set(m === mode ? 1 : 0);
+  }
+
   /** Adds the MCP metrics of this process's servers (td_mcp_servers_up, td_mcp_calls_total). */
   watchMcp(hub: McpHub): void {
     registerMcpMetrics(this.registry, hub);

@@ -6,9 +6,10 @@ import { fetchPage } from './handlers/fetch-page.js';
 import { findFiles } from './handlers/find-files.js';
 import { httpRequest } from './handlers/http-request.js';
 import { readFiles } from './handlers/read-files.js';
-import { runCommand } from './handlers/run-command.js';
+import { createRunCommand, runCommand } from './handlers/run-command.js';
 import { searchWeb } from './handlers/search-web.js';
 import { writeTodo } from './handlers/write-todo.js';
+import type { Sandbox } from './sandbox/sandbox.js';
 import { abortError } from './support/abort.js';
 
 /** Handlers that come and go (an MCP hub's): asked after the registered ones. */
@@ -118,14 +119,15 @@ export class HandlerRegistry {
 
 /**
  * A registry holding every handler the worker ships (API.md "Built-in tools").
- * find_tools and run_tool are not here: the coordinator answers them itself.
+ * find_tools and run_tool are not here: the coordinator answers them itself. run_command runs
+ * in `options.sandbox`, else in the process's own (TD_SANDBOX*, probed on first use).
  */
-export function createBuiltinRegistry(): HandlerRegistry {
+export function createBuiltinRegistry(options: { sandbox?: Sandbox | Promise<Sandbox> } = {}): HandlerRegistry {
   const registry = new HandlerRegistry();
   registry.register('read_files', readFiles);
   registry.register('find_files', findFiles);
   registry.register('edit_file', editFile);
-  registry.register('run_command', runCommand);
+  registry.register('run_command', options.sandbox ? createRunCommand(options.sandbox) : runCommand);
   registry.register('http_request', httpRequest);
   registry.register('fetch_page', fetchPage);
   registry.register('download_file', downloadFile);

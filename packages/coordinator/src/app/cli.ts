@@ -11,6 +11,9 @@ import {
   DEFAULT_REDIS_REPLICA_ACKS,
   DEFAULT_REDIS_WAIT_MS,
   DEFAULT_ROUND_QUEUE_MS,
+  DEFAULT_SANDBOX_FILE_MB,
+  DEFAULT_SANDBOX_MEMORY_MB,
+  DEFAULT_SANDBOX_PIDS,
   type DispatchConfig,
   MAX_ARGS_BYTES,
   MAX_ARGS_DEPTH,
@@ -38,6 +41,7 @@ import { mcpServersFrom, startMcpHub } from './mcp.js';
 import { runMcpStdio } from './mcp-stdio.js';
 import { CoordinatorMetrics } from './metrics.js';
 import { mcpHooks, observabilityHooks } from './observe.js';
+import { sandboxConfigFrom, startSandbox } from './sandbox.js';
 import { exitOnSignals, startCoordinator } from './serve.js';
 
 const ENVIRONMENT = `
@@ -53,6 +57,13 @@ Environment (docs/api.md):
                          role (backend, approver, operator), instead of TD_API_TOKEN; re-read on SIGHUP
   TD_HTTP_ALLOW          host[:port] list http_request/fetch_page may reach on private addresses
   TD_SEARCH_URL          SearxNG endpoint for search_web
+  TD_SANDBOX             on (default): each run_command in a sandbox of its own (bubblewrap); off: as
+                         before v1.3; anything else exits 2
+  TD_SANDBOX_READ        host paths bound read-only into every sandbox (comma list)
+  TD_SANDBOX_NET         none (default: own loopback only), host, or host[:port] patterns via the proxy
+  TD_SANDBOX_MEMORY_MB   memory of one command before it is killed whole (default ${DEFAULT_SANDBOX_MEMORY_MB})
+  TD_SANDBOX_PIDS        processes and threads of one command at once (default ${DEFAULT_SANDBOX_PIDS})
+  TD_SANDBOX_FILE_MB     largest file one command writes (default ${DEFAULT_SANDBOX_FILE_MB})
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
   TD_INPUT_TIMEOUT_MS    how long a parked call (ask_user, interactive or client tool) waits for
                          its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
@@ -129,6 +140,7 @@ const envPort = (fallback: number) => (process.env.PORT ? port(process.env.PORT)
 async function serve(opts: { port?: number; host: string; prefix?: string; workers?: number }, withWorkers: boolean) {
   const signals = exitOnSignals(log);
   const config = configFrom(opts);
+  const sandboxConfig = sandboxConfigFrom();
   const mcpServers = mcpServersFrom(process.env, log);
   const namedLimits = namedLimitsFrom(process.env);
   const listenPort = opts.port ?? envPort(8080);
@@ -138,6 +150,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   if (config.mode === 'embedded') {
     const mcp = startMcpHub(mcpServers, log, packageVersion());
     if (mcp) metrics.watchMcp(mcp);
+    const sandbox = await startSandbox(sandboxConfig, log);
     // Handlers run in this process: it is its own one worker, and counts its executions as one.
     const workerMetrics = new WorkerMetrics({ defaultMetrics: false });
     metrics.setWorkersAlive(1);
@@ -152,6 +165,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
           hooks,
           log,
           workerMetrics,
+          sandbox,
           ...(mcp ? { mcp } : {}),
           ...(namedLimits ? { namedLimits } : {}),
         }),
@@ -161,6 +175,7 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
       mcpHooks: mcpHooks(tracing, metrics),
       onClosed: async () => {
         await mcp?.close();
+        await sandbox.close();
         await tracing.shutdown();
       },
     });
@@ -172,8 +187,10 @@ async function serve(opts: { port?: number; host: string; prefix?: string; worke
   // A coordinator runs no handlers: its workers connect to the servers (the file is still checked).
   const mcp = workers > 0 ? startMcpHub(mcpServers, log, packageVersion()) : undefined;
   if (mcp) metrics.watchMcp(mcp);
+  const sandbox = workers > 0 ? await startSandbox(sandboxConfig, log) : undefined;
   const running = await distributedCoordinator({
     ...(mcp ? { mcp } : {}),
+    ...(sandbox ? { sandbox } : {}),
     config,
     port: listenPort,
     host: opts.host,
@@ -196,12 +213,15 @@ async function worker(opts: { port?: number; prefix?: string; concurrency?: numb
     ...(opts.prefix ? { prefix: opts.prefix } : {}),
     ...(opts.concurrency ? { workerConcurrency: opts.concurrency } : {}),
   });
+  const sandboxConfig = sandboxConfigFrom();
   const mcpServers = mcpServersFrom(process.env, log);
+  const sandbox = await startSandbox(sandboxConfig, log);
   const running = await runWorkerProcess({
     config,
     port: opts.port ?? envPort(9464),
     log,
     mcp: startMcpHub(mcpServers, log, packageVersion()),
+    sandbox,
   });
   signals.ready(running.stop);
 }

@@ -24,6 +24,7 @@ import {
   createBuiltinRegistry,
   type McpHub,
   type RunningWorker,
+  type Sandbox,
   type StartWorkerOptions,
   startMetricsServer,
   startWorker,
@@ -251,6 +252,8 @@ export async function distributedCoordinator(options: {
   hooks: EngineHooks;
   /** The MCP servers the in-process workers share (TD_MCP_CONFIG). */
   mcp?: McpHub;
+  /** What the in-process workers' run_command runs in (API.md v1.3); absent: the process's own. */
+  sandbox?: Sandbox;
   mcpHooks?: McpHooks;
   version?: string;
   namedLimits?: NamedLimits;
@@ -259,6 +262,7 @@ export async function distributedCoordinator(options: {
   const workers: RunningWorker[] = [];
   // dev's in-process workers count their executions where the coordinator's /metrics shows them.
   const workerMetrics = options.workers > 0 ? new WorkerMetrics({ defaultMetrics: false }) : undefined;
+  if (options.sandbox) workerMetrics?.sandboxMode(options.sandbox.mode);
   let release: (() => Promise<void>) | undefined;
   let executor: QueueExecutor | undefined;
   let mcpSessions: McpSessions | undefined;
@@ -299,7 +303,12 @@ export async function distributedCoordinator(options: {
     },
   });
   workers.push(
-    ...(await startInProcessWorkers(config, options.workers, { mcp: options.mcp, metrics: workerMetrics }, log)),
+    ...(await startInProcessWorkers(
+      config,
+      options.workers,
+      { mcp: options.mcp, metrics: workerMetrics, sandbox: options.sandbox },
+      log,
+    )),
   );
   log(
     `distributed mode: queues on ${describeTarget(redisTargetOf(config))} (prefix ${config.prefix}${config.queueShards > 1 ? `, ${config.queueShards} shards` : ''}), ${options.workers} in-process workers`,
@@ -310,7 +319,13 @@ export async function distributedCoordinator(options: {
 /** A worker's options from the process's configuration (`dev`'s in-process workers and `worker`). */
 function workerOptionsOf(
   config: DispatchConfig,
-  parts: { mcp: McpHub | undefined; metrics?: WorkerMetrics; log: (line: string) => void; withLog?: boolean },
+  parts: {
+    mcp: McpHub | undefined;
+    metrics?: WorkerMetrics;
+    log: (line: string) => void;
+    withLog?: boolean;
+    sandbox?: Sandbox | undefined;
+  },
 ): StartWorkerOptions {
   const { mcp, metrics, log } = parts;
   const { target, connection } = redisTarget(config);
@@ -319,7 +334,7 @@ function workerOptionsOf(
     target,
     connection,
     prefix: config.prefix,
-    registry: registryWith(mcp),
+    registry: registryWith(mcp, parts.sandbox),
     ...(mcp ? { mcp } : {}),
     config: handlerConfigOf(config),
     concurrency: config.workerConcurrency,
@@ -337,14 +352,14 @@ function workerOptionsOf(
 async function startInProcessWorkers(
   config: DispatchConfig,
   count: number,
-  shared: { mcp: McpHub | undefined; metrics: WorkerMetrics | undefined },
+  shared: { mcp: McpHub | undefined; metrics: WorkerMetrics | undefined; sandbox?: Sandbox | undefined },
   log: (line: string) => void,
 ): Promise<RunningWorker[]> {
-  const { mcp, metrics } = shared;
+  const { mcp, metrics, sandbox } = shared;
   if (count === 0) return [];
   const workers: RunningWorker[] = [];
   for (let i = 0; i < count; i++) {
-    const workerOptions = workerOptionsOf(config, { mcp, ...(metrics ? { metrics } : {}), log });
+    const workerOptions = workerOptionsOf(config, { mcp, ...(metrics ? { metrics } : {}), log, sandbox });
     workers.push(await startWhenRedisAnswers(() => startWorker(workerOptions), { what: 'worker', log }));
   }
   return workers;
@@ -357,6 +372,8 @@ export async function runWorkerProcess(options: {
   log: (line: string) => void;
   /** The process's MCP servers (TD_MCP_CONFIG). */
   mcp?: McpHub | undefined;
+  /** What its run_command runs in (API.md v1.3); absent: the process's own, from TD_SANDBOX*. */
+  sandbox?: Sandbox | undefined;
 }): Promise<{ stop(): Promise<void> }> {
   const { config, log } = options;
   const { target, connection } = redisTarget(config);
@@ -364,7 +381,8 @@ export async function runWorkerProcess(options: {
   const metrics = new WorkerMetrics();
   const mcp = options.mcp;
   if (mcp) metrics.watchMcp(mcp);
-  const workerOptions = workerOptionsOf(config, { mcp, metrics, log, withLog: true });
+  if (options.sandbox) metrics.sandboxMode(options.sandbox.mode);
+  const workerOptions = workerOptionsOf(config, { mcp, metrics, log, withLog: true, sandbox: options.sandbox });
   // A Redis still coming up beside the worker, or too loaded to answer in time, is waited for.
   const worker = await startWhenRedisAnswers(
     async () => {
@@ -394,6 +412,7 @@ export async function runWorkerProcess(options: {
     stop: async () => {
       await worker.close();
       await mcp?.close();
+      await options.sandbox?.close();
       await server?.close();
       probe.disconnect();
       await tracing.shutdown();
@@ -402,8 +421,8 @@ export async function runWorkerProcess(options: {
 }
 
 /** The built-in handlers, and the MCP servers' tools when there are servers. */
-function registryWith(mcp: McpHub | undefined) {
-  const registry = createBuiltinRegistry();
+function registryWith(mcp: McpHub | undefined, sandbox: Sandbox | undefined) {
+  const registry = createBuiltinRegistry(sandbox ? { sandbox } : {});
   if (mcp) registry.addSource(mcp);
   return registry;
 }

@@ -1,5 +1,5 @@
 import { EVENT_REPLAY_MS, type Executor, type Handler } from '@tool-dispatch/shared';
-import { createBuiltinRegistry, type McpHub, runJob, type WorkerMetrics } from '@tool-dispatch/worker';
+import { createBuiltinRegistry, type McpHub, runJob, type Sandbox, type WorkerMetrics } from '@tool-dispatch/worker';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, type EngineOptions } from '../engine.js';
 import { MemoryEventBus } from '../events/memory.js';
@@ -21,6 +21,8 @@ export type CreateEngineOptions = Omit<
     mcp?: McpHub;
     /** Counts the calls run in this process as a worker counts its own (dev's /metrics shows them). */
     workerMetrics?: WorkerMetrics;
+    /** What run_command runs in (API.md v1.3); absent: this process's own, from TD_SANDBOX*. */
+    sandbox?: Sandbox;
   };
 
 /** Builds an engine; what is not given runs embedded: in-memory store, events, confirmations and parked calls, handlers in this process. */
@@ -35,6 +37,7 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
     handlers,
     mcp: _mcp,
     workerMetrics: _wm,
+    sandbox: _sandbox,
     ...rest
   } = options;
   return new Engine({
@@ -51,13 +54,14 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
 
 /** The built-in handlers (plus `handlers`) run in this process with a worker's deadline rules. */
 function embeddedExecutor(options: CreateEngineOptions): Executor {
-  const registry = createBuiltinRegistry();
+  const registry = createBuiltinRegistry(options.sandbox ? { sandbox: options.sandbox } : {});
   for (const h of options.handlers ?? []) registry.register(h.name, h.handler);
   const mcp = options.mcp;
   if (mcp) registry.addSource(mcp);
   const config = { httpAllow: options.config.httpAllow, searchUrl: options.config.searchUrl };
   const metrics = options.workerMetrics;
   metrics?.knownTools(registry.names());
+  if (options.sandbox) metrics?.sandboxMode(options.sandbox.mode);
   return new LocalExecutor({
     run: (job, signal, ranOn, exec) => {
       const run = () =>

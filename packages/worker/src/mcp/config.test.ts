@@ -308,6 +308,31 @@ describe('parseMcpConfig', () => {
   });
 });
 
+describe('"sandbox" of a stdio server (API.md v1.3)', () => {
+  const parse = (sandbox: unknown) =>
+    parseMcpConfig(JSON.stringify({ mcpServers: { s: { command: 'node', sandbox } } }), 'f.json').servers[0];
+
+  it('takes true (no network, nothing more read) or {net, read}', () => {
+    expect(parse(true)).toMatchObject({ sandbox: { net: { mode: 'none' }, read: [] } });
+    expect(parse(false)).not.toHaveProperty('sandbox');
+    expect(parse({ net: ['registry.npmjs.org'], read: ['/opt/sdk'] })).toMatchObject({
+      sandbox: { net: { mode: 'allow', patterns: ['registry.npmjs.org'] }, read: ['/opt/sdk'] },
+    });
+  });
+
+  it('refuses other shapes, unknown keys, bad patterns and relative paths', () => {
+    expect(() => parse('yes')).toThrow(/"sandbox" must be true, false or/);
+    expect(() => parse({ write: [] })).toThrow(/takes "net" and "read", not "write"/);
+    expect(() => parse({ net: ['http://x'] })).toThrow(/sandbox"\.net must be none, host, or a comma list/);
+    expect(() => parse({ read: ['rel'] })).toThrow(/absolute host paths/);
+  });
+
+  it('is for stdio servers only', () => {
+    const text = JSON.stringify({ mcpServers: { h: { url: 'http://127.0.0.1:1/mcp', sandbox: true } } });
+    expect(() => parseMcpConfig(text, 'f.json')).toThrow(/"sandbox" belongs to a stdio server/);
+  });
+});
+
 describe('loadMcpConfig', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'td-mcp-config-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

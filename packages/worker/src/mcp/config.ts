@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, MCP_SERVER_NAME } from '@tool-dispatch/shared';
+import { ConfigError, MCP_SERVER_NAME, type SandboxNet, sandboxNetOf, sandboxReadOf } from '@tool-dispatch/shared';
 
 /** Which of a server's tools pass the confirm gate: all, none, or those named (by their names on the server). */
 export type McpConfirm = boolean | readonly string[];
@@ -19,6 +19,17 @@ export interface McpStdioServer extends McpServerCommon {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /**
+   * (v1.3) `"sandbox": true` or `{"net"?: [patterns], "read"?: [host paths]}`: the server runs in a
+   * sandbox of its own (a private working directory, `read` read-only, network as `net`, none by default).
+   */
+  sandbox?: McpSandbox;
+}
+
+/** A sandboxed stdio server's network and extra read-only paths. */
+export interface McpSandbox {
+  net: SandboxNet;
+  read: string[];
 }
 
 /** A server the worker reaches over Streamable HTTP. */
@@ -47,6 +58,7 @@ const KNOWN_KEYS = new Set([
   'timeoutMs',
   'type',
   'disabled',
+  'sandbox',
 ]);
 /** `type` values agent clients write for the transports this client speaks. */
 const STDIO_TYPES = new Set(['stdio']);
@@ -144,11 +156,31 @@ function stdioOf(common: McpServerCommon, entry: Entry, at: string): McpStdioSer
       throw new ConfigError(`${at}: "cwd" must be a non-empty string`);
     server.cwd = entry.cwd;
   }
+  const sandbox = sandboxOf(entry.sandbox, `${at}: "sandbox"`);
+  if (sandbox) server.sandbox = sandbox;
   return server;
 }
 
+/** `"sandbox"`: absent or false (none), true (the defaults), or `{"net"?: [...], "read"?: [...]}`. */
+function sandboxOf(value: unknown, at: string): McpSandbox | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { net: { mode: 'none' }, read: [] };
+  if (!isObject(value))
+    throw new ConfigError(`${at} must be true, false or {"net"?: [host[:port] patterns], "read"?: [host paths]}`);
+  const unknown = Object.keys(value).filter((k) => k !== 'net' && k !== 'read');
+  if (unknown.length)
+    throw new ConfigError(`${at} takes "net" and "read", not ${unknown.map((k) => `"${k}"`).join(', ')}`);
+  const net = stringList(value.net, `${at}.net`);
+  const read = stringList(value.read, `${at}.read`);
+  if (net.some((p) => p.includes(','))) throw new ConfigError(`${at}.net: one host[:port] pattern per entry`);
+  return {
+    net: net.length ? sandboxNetOf(net.join(','), `${at}.net`) : { mode: 'none' },
+    read: sandboxReadOf(read.join(','), `${at}.read`),
+  };
+}
+
 function httpOf(common: McpServerCommon, entry: Entry, at: string): McpHttpServer {
-  for (const key of ['args', 'env', 'cwd'] as const)
+  for (const key of ['args', 'env', 'cwd', 'sandbox'] as const)
     if (entry[key] !== undefined)
       throw new ConfigError(`${at}: "${key}" belongs to a stdio server, not a Streamable HTTP one`);
   let url: URL;

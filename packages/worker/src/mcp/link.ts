@@ -1,3 +1,7 @@
+// long-file: one supervised connection (connect, calls in turn, reconnect, the sandboxed launch) reads as one class
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import {
   Client,
   ProtocolError,
@@ -14,9 +18,11 @@ import {
   schemaProblem,
   ToolError,
 } from '@tool-dispatch/shared';
+import { mcpServerSandbox } from '../sandbox/default.js';
+import type { PreparedLaunch, Sandbox } from '../sandbox/sandbox.js';
 import { abortError } from '../support/abort.js';
 import { errorMessage } from '../support/node-error.js';
-import type { McpServerConfig } from './config.js';
+import type { McpSandbox, McpServerConfig, McpStdioServer } from './config.js';
 import { answerElicitation, type ElicitAnswer, elicitationArgs } from './elicitation.js';
 import { type McpCallResult, mcpOutputOf, mcpTextOf } from './output.js';
 import { Turns } from './turns.js';
@@ -48,6 +54,8 @@ export interface McpLinkOptions {
   backoff?: Backoff;
   /** Called as each call ends, with its tool (by its name on the server) and how it ended. */
   onCall?: (tool: string, status: CallStatus) => void;
+  /** The sandbox of a server with `"sandbox"` (default: the process's, mcpServerSandbox). */
+  sandbox?: () => Promise<Sandbox>;
 }
 
 /** How an MCP call ended, for metrics. */
@@ -83,6 +91,8 @@ export class McpServerLink {
   /** The call in flight: whom an elicitation asks. */
   private current: HandlerContext | undefined;
   private stderrTail = '';
+  /** Frees the running sandboxed server's sandbox and working directory. */
+  private sandboxRelease: (() => Promise<void>) | undefined;
   /** Refusals logged already (a list_changed lists the same tools again). */
   private readonly refusalsLogged = new Set<string>();
   private readonly backoff: Backoff;
@@ -185,6 +195,7 @@ export class McpServerLink {
     const client = this.client;
     this.client = undefined;
     await client?.close().catch(() => undefined);
+    await this.releaseSandbox();
   }
 
   /** What a failed call becomes: its own ToolError, a stop (deadline or cancel), or a lost connection naming the server. */
@@ -243,7 +254,7 @@ export class McpServerLink {
     };
     this.stderrTail = '';
     try {
-      await client.connect(this.transport(), { timeout: CONNECT_TIMEOUT_MS });
+      await client.connect(await this.transport(), { timeout: CONNECT_TIMEOUT_MS });
       const listed = await client.listTools(undefined, { timeout: CONNECT_TIMEOUT_MS });
       if (this.closed) {
         await client.close().catch(() => undefined);
@@ -261,21 +272,60 @@ export class McpServerLink {
     }
   }
 
-  private transport(): Transport {
+  private async transport(): Promise<Transport> {
     const c = this.options.config;
     if (c.transport === 'http')
       return new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers } });
-    const transport = new StdioClientTransport({
-      command: c.command,
-      args: c.args,
-      env: { ...getDefaultEnvironment(), ...c.env },
-      ...(c.cwd ? { cwd: c.cwd } : {}),
-      stderr: 'pipe',
-    });
+    const spawned = c.sandbox ? await this.sandboxed(c, c.sandbox) : undefined;
+    const transport = new StdioClientTransport(
+      spawned
+        ? { command: spawned.command, args: spawned.args, env: spawned.env, cwd: spawned.cwd, stderr: 'pipe' }
+        : {
+            command: c.command,
+            args: c.args,
+            env: { ...getDefaultEnvironment(), ...c.env },
+            ...(c.cwd ? { cwd: c.cwd } : {}),
+            stderr: 'pipe',
+          },
+    );
     transport.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
     return transport;
+  }
+
+  /**
+   * A sandboxed server's launch (API.md v1.3 "MCP servers"): a fresh private working directory
+   * and sandbox per start; the previous one's are freed first (a restart is a new sandbox).
+   */
+  private async sandboxed(c: McpStdioServer, box: McpSandbox): Promise<PreparedLaunch & { cwd: string }> {
+    await this.releaseSandbox();
+    const sandbox = await (this.options.sandbox ?? mcpServerSandbox)();
+    const workdir = await mkdtemp(path.join(tmpdir(), `td-mcp-${this.name.replace(/[^A-Za-z0-9_.-]/g, '_')}-`));
+    try {
+      const prepared = await sandbox.prepare({
+        argv: [c.command, ...c.args],
+        workdir,
+        read: box.read,
+        net: box.net,
+        stdin: 'pipe',
+        env: c.env,
+      });
+      this.sandboxRelease = async () => {
+        await prepared.release();
+        await rm(workdir, { recursive: true, force: true });
+      };
+      return { ...prepared, cwd: workdir };
+    } catch (e) {
+      await rm(workdir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  private async releaseSandbox(): Promise<void> {
+    const release = this.sandboxRelease;
+    this.sandboxRelease = undefined;
+    await release?.().catch(() => undefined);
   }
 
   /** A failed connect's reason, with the last line a stdio server wrote to stderr when there is one. */
