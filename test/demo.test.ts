@@ -28,6 +28,8 @@ describe('tool-dispatch demo', () => {
     expect(row('c15')).toMatch(/cache hit/);
     expect(row('c16')).toMatch(/no such tool/);
     expect(row('c22')).toMatch(/person/);
+    // API.md v1.3: the command ran in a sandbox, where /etc/shadow does not exist.
+    expect(row('c11s')).toMatch(/run_command .*\bok\b.*exit 0: sandboxed: no \/etc\/shadow here/);
   });
 
   it('runs an MCP server’s tools (server-filesystem over stdio): serial calls ok, bad args invalid', () => {

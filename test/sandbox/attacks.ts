@@ -91,7 +91,11 @@ export const ATTACKS: [string, Attack][] = [
   ],
   [
     'reads /etc/shadow',
-    async ({ a }) => ({ '/etc/shadow': /^root:/m.test(await a.out('cat /etc/shadow 2>&1; true')) }),
+    async ({ a }) => {
+      // API.md v1.3: credentials absent or unreadable; an empty stand-in that reads fine is neither.
+      const o = await a.out('cat /etc/shadow 2>&1 && echo read-ok; true');
+      return { '/etc/shadow': /^root:/m.test(o), 'opened /etc/shadow': o.includes('read-ok') };
+    },
   ],
   [
     "reads the worker's environment through /proc",

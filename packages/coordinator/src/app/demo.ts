@@ -258,6 +258,10 @@ function approveAsAPerson(
   };
 }
 
+/** What the demo asks of the sandbox: a file outside the workspace, which a sandboxed command does not see. */
+const SANDBOX_PROBE =
+  'if [ -r /etc/shadow ]; then echo "not sandboxed: /etc/shadow readable"; else echo "sandboxed: no /etc/shadow here"; fi';
+
 /** The demo's rounds, in order: each shows a rule of the three passes. */
 async function playRounds(play: Play, docsUrl: string): Promise<void> {
   await play('Round 1 · fetch schemas; a direct call of a deferred tool is refused', 'run-1', [
@@ -274,11 +278,17 @@ async function playRounds(play: Play, docsUrl: string): Promise<void> {
     rt('c7', 'calculate', { expression: '6*7' }),
     rt('c8', 'read_files', { paths: 'src/app.ts' }),
   ]);
-  await play('Round 3 · an edit (auto-approved) invalidates the earlier read; a command waits for approval', 'run-1', [
-    rt('c9', 'edit_file', { path: './src/app.ts', old: "'Hello'", new: "'Hi there'" }),
-    rt('c10', 'read_files', { paths: ['src/util.ts'] }),
-    rt('c11', 'run_command', { command: 'grep -c "Hi there" src/app.ts && ls src' }),
-  ]);
+  await play(
+    'Round 3 · an edit (auto-approved) invalidates the earlier read; commands wait for approval and run sandboxed',
+    'run-1',
+    [
+      rt('c9', 'edit_file', { path: './src/app.ts', old: "'Hello'", new: "'Hi there'" }),
+      rt('c10', 'read_files', { paths: ['src/util.ts'] }),
+      rt('c11', 'run_command', { command: 'grep -c "Hi there" src/app.ts && ls src' }),
+      // API.md v1.3: the command's sandbox has no credentials and nothing outside its workspace.
+      rt('c11s', 'run_command', { command: SANDBOX_PROBE }),
+    ],
+  );
   await play('Round 4 · the read of src/app.ts runs again (fresh content); a GET to the docs server', 'run-1', [
     rt('c12', 'read_files', { paths: ['src/app.ts'] }),
     rt('c13', 'calculate', { expression: '6*7' }),

@@ -16,6 +16,8 @@ export interface BwrapPlan {
   /** Files (bound over with an unreadable node) and directories (an empty tmpfs) the sandbox must not read. */
   hiddenFiles: readonly string[];
   hiddenDirs: readonly string[];
+  /** A host file of mode 000 bound over each hidden file: unreadable inside (no capabilities), not merely empty. */
+  unreadable: string;
   /** Host paths bound read-only at their own path (TD_SANDBOX_READ, an MCP server's `read`, the proxy's). */
   read: readonly { src: string; dest: string }[];
   /** Read-write at its own path, and the working directory. */
@@ -40,7 +42,7 @@ export function bwrapArgs(plan: BwrapPlan): string[] {
     if (entry.kind === 'symlink') a.push('--symlink', entry.target, entry.path);
     else a.push('--ro-bind', entry.path, entry.path);
   }
-  for (const file of plan.hiddenFiles) a.push('--ro-bind', '/dev/null', file);
+  for (const file of plan.hiddenFiles) a.push('--ro-bind', plan.unreadable, file);
   for (const dir of plan.hiddenDirs) a.push('--tmpfs', dir, '--remount-ro', dir);
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
   for (const bind of plan.read) a.push('--ro-bind', bind.src, bind.dest);

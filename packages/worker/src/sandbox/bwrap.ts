@@ -43,6 +43,8 @@ export interface BwrapSandboxOptions {
   system: readonly SystemEntry[];
   hiddenFiles: readonly string[];
   hiddenDirs: readonly string[];
+  /** A mode-000 host file bound over the hidden files. */
+  unreadable: string;
   /** TD_SANDBOX_READ. */
   read: readonly string[];
   net: SandboxNet;
@@ -102,6 +104,7 @@ export class BwrapSandbox implements Sandbox {
       system: o.system,
       hiddenFiles: o.hiddenFiles,
       hiddenDirs: o.hiddenDirs,
+      unreadable: o.unreadable,
       read,
       workdir: spec.workdir,
       net: net.mode,

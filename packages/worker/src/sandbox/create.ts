@@ -1,4 +1,4 @@
-import { access, constants, lstat, mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
+import { access, chmod, constants, lstat, mkdtemp, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SandboxConfig } from '@tool-dispatch/shared';
@@ -93,7 +93,11 @@ export async function createSandbox(config: SandboxConfig, options: CreateSandbo
   if (!prlimit) return unavailable('prlimit (util-linux) is not installed, and TD_SANDBOX_FILE_MB needs it');
   const roots = await findCgroupRoots();
   if (typeof roots === 'string') return unavailable(roots);
-  const [system, hidden] = await Promise.all([systemEntries(), hiddenPaths(options.hide ?? [])]);
+  const [system, hidden, unreadable] = await Promise.all([
+    systemEntries(),
+    hiddenPaths(options.hide ?? []),
+    unreadableFile(),
+  ]);
   const proxies = options.netLauncher ? undefined : new ProxyPool(options.httpAllow ?? httpAllowOf(process.env));
   const sandbox = new BwrapSandbox({
     bwrap,
@@ -102,16 +106,32 @@ export async function createSandbox(config: SandboxConfig, options: CreateSandbo
     limits,
     system,
     ...hidden,
+    unreadable: unreadable.file,
     read: config.read,
     net: config.net,
     netLauncher: options.netLauncher ?? ((net, argv) => (proxies as ProxyPool).launch(net.patterns, argv)),
     onClose: async () => {
       await proxies?.close();
+      await rm(unreadable.dir, { recursive: true, force: true });
       await options.onClose?.();
     },
   });
   const problem = await probe(sandbox);
   return problem ? unavailable(problem) : sandbox;
+}
+
+/**
+ * An empty host file of mode 000, bound over the credentials: the sandbox's uid maps to the
+ * worker's, which owns them, so a readable stand-in (or the file itself) would be readable; with
+ * no capabilities inside, mode 000 is not (`cat` fails, `test -r` is false) and a read-only bind
+ * cannot be chmod'ed.
+ */
+async function unreadableFile(): Promise<{ dir: string; file: string }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'td-sandbox-'));
+  const file = path.join(dir, 'unreadable');
+  await writeFile(file, '');
+  await chmod(file, 0o000);
+  return { dir, file };
 }
 
 async function firstExecutable(candidates: readonly string[]): Promise<string | undefined> {
