@@ -1,7 +1,7 @@
-import type { ToolSpec } from '@tool-dispatch/shared';
 import type { ConfirmAnswer, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
 import type {
+  CatalogView,
   Grant,
   HistoryEntry,
   InboxChange,
@@ -15,17 +15,8 @@ import type {
   ToolsView,
 } from './model.js';
 
-export type { SessionInput, SubmitRoundInput, ToolsView } from './model.js';
+export type { CatalogView, SessionInput, SubmitRoundInput, ToolSource, ToolsView } from './model.js';
 export { RequestError, type RequestErrorCode } from './request-error.js';
-
-/** Where a catalog entry comes from (API.md v1.1 `source`). */
-export type ToolSource = 'builtin' | 'user' | 'mcp' | 'client';
-
-/** Catalog entry as `GET /v1/tools` shows it; an MCP tool's names its `server`. */
-export type CatalogView = Pick<
-  ToolSpec,
-  'name' | 'description' | 'concurrency' | 'confirm' | 'deferred' | 'cacheable' | 'parameters'
-> & { source: ToolSource; server?: string; annotations?: Record<string, unknown> };
 
 /** The coordinator's engine as the HTTP layer (and embedded users) see it. */
 export interface Dispatcher {

@@ -1,7 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { type DispatchConfig, type Executor, isValidId, newId, type ToolDefinition } from '@tool-dispatch/shared';
+import { type DispatchConfig, type Executor, newId, type ToolDefinition } from '@tool-dispatch/shared';
 import type { ConfirmAnswer, ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
@@ -24,25 +22,21 @@ import type {
   SubmitRoundInput,
   ToolsView,
 } from './model.js';
+import { catalogView, syncCatalog } from './passes/catalog-sync.js';
 import { answerConfirmation, confirmationAnswered } from './passes/gate.js';
 import { announcedHubs, waitingItems } from './passes/inbox-signals.js';
 import { answerInput, inputAnswered } from './passes/park.js';
-import { runnableAnywhere, runnableTools } from './passes/preflight.js';
+import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
-import { ActiveRuns, runSignalListeners } from './round/active-runs.js';
-import { RoundAdmission } from './round/admission.js';
-import { DEFAULT_LEASE_MS, RoundRecovery } from './round/recovery.js';
-import type { RoundDeps } from './round/run-round.js';
-import { type RoundsDeps, sessionNotFound, startRound, submitRound } from './round/submit-round.js';
+import type { RoundAdmission } from './round/admission.js';
+import { putSession } from './round/put-session.js';
+import { DEFAULT_LEASE_MS, type RoundRecovery } from './round/recovery.js';
+import { roundsOf } from './round/rounds-of.js';
+import { type RoundsDeps, sessionNotFound, submitRound } from './round/submit-round.js';
 import { Catalog, sessionSpecs } from './rules/catalog.js';
 import type { NamedLimits } from './rules/named-limits.js';
-import { clientToolsProblem, sessionStateOf } from './rules/session-state.js';
-import { buildToolsView, canRun, loadingOf } from './rules/session-view.js';
+import { buildToolsView, loadingOf } from './rules/session-view.js';
 import type { Store } from './store/store.js';
-import { within } from './support/settle.js';
-
-/** How long a request waits for the workers' announced tools before going on with the catalog it has. */
-const SYNC_CATALOG_PATIENCE_MS = 5_000;
 
 export { MAX_ROUND_RETRIES } from './round/recovery.js';
 
@@ -116,7 +110,7 @@ export class Engine implements Dispatcher {
   private readonly log: (line: string) => void;
 
   constructor(private readonly options: EngineOptions) {
-    const { config, executor, store, events, hooks, inboxFeed } = options;
+    const { config, executor, store, events, inboxFeed } = options;
     // Every ask and answer, whichever way it comes (API, MCP client, grant, timeout), is announced to the inbox.
     const { confirmations, inputs } = announcedHubs(options, inboxFeed, config.confirmTimeoutMs);
     this.config = config;
@@ -132,69 +126,24 @@ export class Engine implements Dispatcher {
     for (const def of options.tools ?? []) this.tools.register(def);
     this.coordinatorId = options.coordinatorId ?? newId('coord');
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    const deps: RoundDeps = {
-      store,
-      events,
+    ({ rounds: this.rounds, admission: this.admission } = roundsOf({
+      ...options,
       confirmations,
-      executor,
-      catalog: this.tools,
-      limits: options.limits,
-      maxConcurrentTools: config.maxConcurrentTools,
-      namedLimits: options.namedLimits,
-      confirmTimeoutMs: config.confirmTimeoutMs,
       inputs,
-      inputTimeoutMs: config.inputTimeoutMs,
+      catalog: this.tools,
+      coordinatorId: this.coordinatorId,
+      leaseMs: this.leaseMs,
       parkRelease: this.parkRelease.signal,
-      hooks,
-    };
-    this.admission = new RoundAdmission({
-      maxInFlight: config.maxRoundsInFlight,
-      queueMs: config.roundQueueMs,
-      ...(hooks?.roundsWaiting ? { onWaiting: hooks.roundsWaiting.bind(hooks) } : {}),
-    });
-    const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
-    this.recovery = options.ledger
-      ? new RoundRecovery({
-          ledger: options.ledger,
-          store,
-          coordinatorId: this.coordinatorId,
-          leaseMs: this.leaseMs,
-          isDraining: () => this.draining,
-          resume: async (ref, state, taken, from) => {
-            const resume = { origin: taken.origin || from, ...(taken.planned ? { planned: taken.planned } : {}) };
-            // A round taken over may call MCP tools this coordinator has not listed yet.
-            await this.syncCatalog().catch(() => undefined);
-            return startRound(this.rounds, ref, state, { rawCalls: taken.calls, resume });
-          },
-          onError: options.onError,
-          onRecover: options.onRecover,
-        })
-      : undefined;
-    this.rounds = { deps, runs, recovery: this.recovery };
+      isDraining: () => this.draining,
+      syncCatalog: () => this.syncCatalog(),
+    }));
+    this.recovery = this.rounds.recovery;
   }
 
   async putSession(session: string, input: SessionInput): Promise<SessionState> {
     await this.syncCatalog();
-    const tenant = input.tenant ?? 'default';
-    if (!isValidId(tenant))
-      throw new RequestError('invalid_request', `tenant ${JSON.stringify(tenant)} is not a valid id`);
-    const problem = clientToolsProblem(input.clientTools ?? [], this.tools);
-    if (problem) throw new RequestError('invalid_request', problem);
-    const workspace = path.resolve(this.config.workspaceRoot, tenant, session);
-    await mkdir(workspace, { recursive: true });
-    const previous = await this.store.getSession(session);
-    const state = sessionStateOf({
-      session,
-      body: input,
-      tenant,
-      workspace,
-      previous,
-      catalog: this.tools,
-      now: Date.now(),
-      budgetDefaults: this.config.resultBudget,
-    });
-    await this.store.putSession(state);
-    return state;
+    const { workspaceRoot, resultBudget: budgetDefaults } = this.config;
+    return putSession({ store: this.store, catalog: this.tools, workspaceRoot, budgetDefaults }, session, input);
   }
 
   getSession(session: string): Promise<SessionState | null> {
@@ -249,13 +198,7 @@ export class Engine implements Dispatcher {
     decision: ConfirmAnswer,
   ): Promise<PendingConfirmation & { grant?: Grant }> {
     await this.requireSession(session);
-    const deps = {
-      confirmations: this.confirmations,
-      store: this.store,
-      events: this.events,
-      hooks: this.options.hooks,
-    };
-    const out = await answerConfirmation(deps, session, idOrCallId, decision);
+    const out = await answerConfirmation(this.rounds.deps, session, idOrCallId, decision);
     const confirmation = confirmationAnswered(out, session, idOrCallId);
     return out.kind === 'answered' && out.grant ? { ...confirmation, grant: out.grant } : confirmation;
   }
@@ -317,36 +260,12 @@ export class Engine implements Dispatcher {
   /** The catalog less the tools nothing can run (DESIGN.md pass 1 step 5: as if they had no definition). */
   async catalog(): Promise<CatalogView[]> {
     await this.syncCatalog();
-    const runnable = await runnableAnywhere(this.executor);
-    return this.tools
-      .all()
-      .filter((s) => canRun(s, runnable))
-      .map((s) => ({
-        name: s.name,
-        description: s.description,
-        concurrency: s.concurrency,
-        confirm: s.confirm,
-        deferred: s.deferred,
-        cacheable: s.cacheable,
-        parameters: s.parameters,
-        source: s.kind,
-        ...(s.server !== undefined ? { server: s.server } : {}),
-        ...(s.annotations !== undefined ? { annotations: s.annotations } : {}),
-      }));
+    return catalogView(this.executor, this.tools);
   }
 
-  /**
-   * Takes the MCP tools the executor's workers announce now into the catalog (nothing to do while
-   * they are the same). Waited for at most SYNC_CATALOG_PATIENCE_MS: with Redis away the read may
-   * hang, and a round then goes on with the catalog as last adopted.
-   */
-  private async syncCatalog(): Promise<void> {
-    const reading = this.executor.announcedTools?.();
-    if (!reading) return;
-    // At hand (in-process, or read recently): no timer and no wait for this round.
-    const announced =
-      reading instanceof Promise ? await within(reading, SYNC_CATALOG_PATIENCE_MS, () => undefined) : reading;
-    if (announced) this.tools.adopt(announced, this.log);
+  /** The workers' announced tools into the catalog, waited for a while at most (see `syncCatalog`). */
+  private syncCatalog(): Promise<void> {
+    return syncCatalog(this.executor, this.tools, this.log);
   }
 
   async ready(): Promise<boolean> {

@@ -347,3 +347,12 @@ export interface InboxItem {
 export type InboxChange =
   | { kind: 'asked'; session: string; item: InboxItem }
   | { kind: 'gone'; session: string; id: string };
+
+/** Where a catalog entry comes from (API.md v1.1 `source`). */
+export type ToolSource = 'builtin' | 'user' | 'mcp' | 'client';
+
+/** Catalog entry as `GET /v1/tools` shows it; an MCP tool's names its `server`. */
+export type CatalogView = Pick<
+  ToolSpec,
+  'name' | 'description' | 'concurrency' | 'confirm' | 'deferred' | 'cacheable' | 'parameters'
+> & { source: ToolSource; server?: string; annotations?: Record<string, unknown> };

@@ -1,0 +1,74 @@
+import type { DispatchConfig, Executor } from '@tool-dispatch/shared';
+import type { RoundLedger } from '../ledger/round-ledger.js';
+import type { Limits } from '../limits/limits.js';
+import type { RoundHooks, RoundRef } from '../model.js';
+import type { Catalog } from '../rules/catalog.js';
+import type { NamedLimits } from '../rules/named-limits.js';
+import { ActiveRuns, runSignalListeners } from './active-runs.js';
+import { RoundAdmission } from './admission.js';
+import { RoundRecovery } from './recovery.js';
+import type { RoundDeps } from './run-round.js';
+import { type RoundsDeps, startRound } from './submit-round.js';
+
+/** What the rounds are built from: the engine's seams and settings, and what the engine keeps of its own. */
+export interface RoundsSetup extends Pick<RoundDeps, 'store' | 'events' | 'confirmations' | 'inputs'> {
+  config: DispatchConfig;
+  executor: Executor;
+  catalog: Catalog;
+  limits: Limits;
+  namedLimits?: NamedLimits | undefined;
+  hooks?: RoundHooks | undefined;
+  ledger?: RoundLedger | undefined;
+  coordinatorId: string;
+  leaseMs: number;
+  /** Aborted once a drain's grace has passed: parked calls' waits let go. */
+  parkRelease: AbortSignal;
+  isDraining(): boolean;
+  /** Takes the tools the workers announce into the catalog (a round taken over may call ones not listed yet). */
+  syncCatalog(): Promise<void>;
+  onError?: ((error: Error) => void) | undefined;
+  onRecover?: ((ref: RoundRef, from: { coordinator: string; decided: boolean }) => void) | undefined;
+}
+
+/** The passes' seams, the rounds in flight, their admission (TD_MAX_ROUNDS_IN_FLIGHT) and, with a ledger, their recovery. */
+export function roundsOf(s: RoundsSetup): { rounds: RoundsDeps; admission: RoundAdmission } {
+  const { config, hooks } = s;
+  const deps: RoundDeps = {
+    store: s.store,
+    events: s.events,
+    confirmations: s.confirmations,
+    executor: s.executor,
+    catalog: s.catalog,
+    limits: s.limits,
+    maxConcurrentTools: config.maxConcurrentTools,
+    namedLimits: s.namedLimits,
+    confirmTimeoutMs: config.confirmTimeoutMs,
+    inputs: s.inputs,
+    inputTimeoutMs: config.inputTimeoutMs,
+    parkRelease: s.parkRelease,
+    hooks,
+  };
+  const admission = new RoundAdmission({
+    maxInFlight: config.maxRoundsInFlight,
+    queueMs: config.roundQueueMs,
+    ...(hooks?.roundsWaiting ? { onWaiting: hooks.roundsWaiting.bind(hooks) } : {}),
+  });
+  const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
+  const rounds: RoundsDeps = { deps, runs, recovery: undefined };
+  if (s.ledger)
+    rounds.recovery = new RoundRecovery({
+      ledger: s.ledger,
+      store: s.store,
+      coordinatorId: s.coordinatorId,
+      leaseMs: s.leaseMs,
+      isDraining: s.isDraining,
+      resume: async (ref, state, taken, from) => {
+        const resume = { origin: taken.origin || from, ...(taken.planned ? { planned: taken.planned } : {}) };
+        await s.syncCatalog().catch(() => undefined);
+        return startRound(rounds, ref, state, { rawCalls: taken.calls, resume });
+      },
+      onError: s.onError,
+      onRecover: s.onRecover,
+    });
+  return { rounds, admission };
+}
