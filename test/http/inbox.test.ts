@@ -82,6 +82,29 @@ describe('the inbox with TD_API_TOKENS', () => {
     expect((await fetch(`${h.base}/inbox/assets/x.js`, { headers: { cookie: login.cookie } })).status).toBe(404);
   });
 
+  it('refuses a login cookie with a byte of its MAC, issue time or name changed, or its MAC spelled another way', async () => {
+    const { cookie } = await logIn(h.base, TOKENS.alice.token);
+    const page = async (c: string) => (await fetch(`${h.base}/inbox/`, { headers: { cookie: c } })).status;
+    expect(await page(cookie)).toBe(200);
+    const [v, issued, name, mac] = cookie.slice('td_inbox='.length).split('.') as [string, string, string, string];
+    const flip = (encoded: string, at: number) => {
+      const bytes = Buffer.from(encoded, 'base64url');
+      bytes[at] = (bytes[at] as number) ^ 0x01;
+      return bytes.toString('base64url');
+    };
+    const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const respelled = `${mac.slice(0, -1)}${B64URL[B64URL.indexOf(mac.at(-1) as string) | 1]}`;
+    expect(Buffer.from(respelled, 'base64url').equals(Buffer.from(mac, 'base64url'))).toBe(true);
+    for (const forged of [
+      `${v}.${issued}.${name}.${flip(mac, 0)}`,
+      `${v}.${issued}.${name}.${flip(mac, 31)}`,
+      `${v}.${Number(issued) - 1}.${name}.${mac}`,
+      `${v}.${issued}.${flip(name, 0)}.${mac}`,
+      `${v}.${issued}.${name}.${respelled}`,
+    ])
+      expect(await page(`td_inbox=${forged}`), forged).toBe(401);
+  });
+
   it('streams its tenant’s confirmations as they are asked and their going when answered, and takes answers with a grant', async () => {
     const { cookie } = await logIn(h.base, TOKENS.alice.token);
     const stream = await openStream(h.base, { cookie });

@@ -6,6 +6,8 @@ import { startRedis, type TestRedis } from '../support/redis.js';
 import { request } from './processes.js';
 import { putSession, runTool, type Stack, startStack, submitRound } from './stack.js';
 
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
 const SETUP_TIMEOUT_MS = 60_000;
 const TOKEN = 'td-obs-dashboard-token';
 /** bull-board lists each queue under the deployment's prefix, as its Redis keys start. */
@@ -160,8 +162,21 @@ describe('when TD_API_TOKEN is set', () => {
       200,
     );
     expect((await request(`${stack.coordinator.url}/v1/tools`, { headers: withCookie })).status).toBe(401);
-    const forged = { cookie: cookie.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) };
-    expect((await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers: forged })).status).toBe(401);
+    // Forged where it matters: a byte of the MAC, or of the issue time (a bit the MAC covers), each refused.
+    const [name, value] = cookie.split('=') as [string, string];
+    const [v, issued, mac] = value.split('.') as [string, string, string];
+    const macBytes = Buffer.from(mac, 'base64url');
+    macBytes[31] = (macBytes[31] as number) ^ 0x10;
+    const unusedBitSet = `${mac.slice(0, -1)}${B64URL[B64URL.indexOf(mac.at(-1) as string) | 1]}`;
+    for (const forged of [
+      `${v}.${issued}.${macBytes.toString('base64url')}`,
+      `${v}.${Number(issued) - 1}.${mac}`,
+      // The same MAC bytes spelled another way (a bit decoding ignores): refused too, as not the cookie issued.
+      `${v}.${issued}.${unusedBitSet}`,
+    ]) {
+      const headers = { cookie: `${name}=${forged}` };
+      expect((await request(`${stack.coordinator.url}/admin/queues/api/queues`, { headers })).status, forged).toBe(401);
+    }
   });
 
   it('keeps the probes and /metrics open', async () => {

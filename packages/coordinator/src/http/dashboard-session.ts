@@ -62,6 +62,17 @@ export interface SignedSessions {
   nameOf(cookieHeader: unknown, now?: number): string | undefined;
 }
 
+/**
+ * The bytes of unpadded base64url `text` when it is the one encoding of them, else undefined. The
+ * last character of an encoding whose length is not a multiple of 4 carries unused bits (2 for a
+ * 32-byte MAC): decoding ignores them, so up to 4 texts decode to the same bytes. A cookie is
+ * taken only as it was issued, never in another spelling of the same bytes.
+ */
+export function canonicalBase64url(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : undefined;
+}
+
 const SIGNED = /^v1\.(\d{1,15})\.(?:([A-Za-z0-9_-]{1,200})\.)?([A-Za-z0-9_-]{43})$/;
 
 /**
@@ -96,10 +107,13 @@ export function createSignedSessions(options: {
       const [, issuedText = '', encodedName, given = ''] = match;
       const issued = Number(issuedText);
       if (issued > now + CLOCK_SKEW_MS || now - issued > lifetimeMs) return undefined;
-      const name = encodedName === undefined ? '' : Buffer.from(encodedName, 'base64url').toString();
+      const nameBytes = encodedName === undefined ? Buffer.alloc(0) : canonicalBase64url(encodedName);
+      const givenMac = canonicalBase64url(given);
+      if (!nameBytes || !givenMac) return undefined;
+      const name = nameBytes.toString();
       const key = options.keyOf(name);
       if (key === undefined) return undefined;
-      return timingSafeEqual(Buffer.from(given, 'base64url'), mac(key, issuedText, name)) ? name : undefined;
+      return timingSafeEqual(givenMac, mac(key, issuedText, name)) ? name : undefined;
     },
   };
 }
