@@ -53,8 +53,8 @@ describe('the tool-dispatch command', () => {
 
   it.each([
     [{ TD_REDIS_REPLICA_ACKS: 'two' }, /TD_REDIS_REPLICA_ACKS must be an integer from 0 to 16/],
-    [{ TD_JOB_CALLS: '0' }, /TD_JOB_CALLS must be an integer from 1 to 5, got "0"/],
-    [{ TD_JOB_CALLS: '6' }, /TD_JOB_CALLS must be an integer from 1 to 5, got "6"/],
+    [{ TD_JOB_CALLS: '0' }, /TD_JOB_CALLS must be an integer from 1 to 64, got "0"/],
+    [{ TD_JOB_CALLS: '65' }, /TD_JOB_CALLS must be an integer from 1 to 64, got "65"/],
     [{ TD_REDIS_COMMAND_TIMEOUT_MS: '10' }, /TD_REDIS_COMMAND_TIMEOUT_MS must be at least 100 ms/],
     [
       { TD_REDIS_REPLICA_ACKS: '1', TD_REDIS_WAIT_MS: '3000' },

@@ -113,6 +113,8 @@ function describeNamedLimits(mode: 'embedded' | 'distributed' | 'cluster'): void
         TD_LIMITS: file,
         TD_WORKSPACE_ROOT: path.join(ctx.dir, 'ws'),
         TD_HTTP_ALLOW: `127.0.0.1:${probe.port}`,
+        // Its run_command calls curl the probe on the host's loopback: the sandbox stays on, with the host's network.
+        TD_SANDBOX_NET: 'host',
       };
       let procs: Proc[];
       if (mode === 'embedded') procs = [await cli.start(['dev', '--host', '127.0.0.1'], env, /listening on/)];

@@ -89,6 +89,8 @@ function useTwoCoordinators(store: () => Promise<{ env: Record<string, string>; 
       TD_PREFIX: randomPrefix(),
       TD_WORKSPACE_ROOT: ctx.workspaces,
       TD_HTTP_ALLOW: `127.0.0.1:${probe.port}`,
+      // Its run_command calls curl the probe on the host's loopback: the sandbox stays on, with the host's network.
+      TD_SANDBOX_NET: 'host',
       MAX_CONCURRENT_TOOLS: String(MAX),
     };
     await cli.start(['worker'], env, /consuming/);

@@ -40,6 +40,8 @@ beforeAll(async () => {
     TD_PREFIX: randomPrefix('tdfault'),
     TD_WORKSPACE_ROOT: workspaces,
     TD_HTTP_ALLOW: `127.0.0.1:${target.port}`,
+    // Its run_command calls curl the target on the host's loopback: the sandbox stays on, with the host's network.
+    TD_SANDBOX_NET: 'host',
   };
   const worker = () => procs.startScript('test/support/fault-proc.ts', ['worker'], env, /consuming/);
   const coordinator = async () => {
