@@ -51,8 +51,9 @@ describe('when a run is cancelled through a coordinator other than the one runni
     });
     await until(
       async () =>
+        // A run per peek: in one run, a read made before the command wrote the file is deduped.
         (
-          await api(b.port, 'POST', `/v1/sessions/${s}/runs/peek/rounds`, {
+          await api(b.port, 'POST', `/v1/sessions/${s}/runs/peek-${Date.now()}/rounds`, {
             calls: [{ id: 'p', name: 'read_files', args: { paths: ['started.txt'] } }],
           })
         ).json?.results?.[0]?.output?.files?.[0]?.content === 'started\n',

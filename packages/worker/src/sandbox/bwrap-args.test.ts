@@ -50,7 +50,9 @@ describe('bwrapArgs', () => {
   it('binds the system read-only, recreates symlinks and hides credentials on top of /etc', () => {
     expect(at(args, '--ro-bind', '/usr', '/usr')).toBeGreaterThanOrEqual(0);
     expect(at(args, '--symlink', 'usr/bin', '/bin')).toBeGreaterThanOrEqual(0);
-    expect(at(args, '--ro-bind', '/run/td/unreadable', '/etc/shadow')).toBeGreaterThan(at(args, '--ro-bind', '/etc', '/etc'));
+    expect(at(args, '--ro-bind', '/run/td/unreadable', '/etc/shadow')).toBeGreaterThan(
+      at(args, '--ro-bind', '/etc', '/etc'),
+    );
     expect(at(args, '--tmpfs', '/etc/ssl/private')).toBeGreaterThan(at(args, '--ro-bind', '/etc', '/etc'));
   });
 
