@@ -1,6 +1,7 @@
 // long-file: every TD_* setting is read and checked here, once (STYLE.md "Options")
 import { ConfigError } from './errors.js';
 import { budgetValueProblem, type ResultBudget } from './result-budget.js';
+import { type SandboxNet, sandboxNetOf } from './sandbox-net.js';
 
 /** Defaults and limits. Every limit is documented in the README and in `--help`. */
 export const MAX_CONCURRENT_TOOLS = 5;
@@ -319,7 +320,6 @@ export const DEFAULT_SANDBOX_FILE_MB = 1024;
 export const MAX_SANDBOX_LIMIT = 1_048_576;
 
 /** TD_SANDBOX_NET (API.md v1.3): none (own loopback only), host (the worker's network) or an allow list of host[:port] patterns. */
-export type SandboxNet = { mode: 'none' } | { mode: 'host' } | { mode: 'allow'; patterns: string[] };
 
 /** The TD_SANDBOX* settings of a process that runs tools (API.md "Sandboxed commands"). */
 export interface SandboxConfig {
@@ -331,26 +331,6 @@ export interface SandboxConfig {
   memoryMb: number;
   pids: number;
   fileMb: number;
-}
-
-const NET_PATTERN =
-  /^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d{1,5})?$/;
-
-/** TD_SANDBOX_NET's value, checked: `none` (or unset), `host`, or a comma list of `host[:port]` patterns. */
-export function sandboxNetOf(raw: string | undefined, name = 'TD_SANDBOX_NET'): SandboxNet {
-  const value = (raw ?? '').trim();
-  if (value === '' || value === 'none') return { mode: 'none' };
-  if (value === 'host') return { mode: 'host' };
-  const patterns = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const bad = patterns.find((p) => !NET_PATTERN.test(p) || p === 'none' || p === 'host');
-  if (bad !== undefined)
-    throw new ConfigError(
-      `${name} must be none, host, or a comma list of host[:port] patterns (registry.npmjs.org, *.github.com:443); ${JSON.stringify(bad)} is not one`,
-    );
-  return { mode: 'allow', patterns };
 }
 
 function sandboxLimitOf(raw: string | undefined, fallback: number, name: string): number {

@@ -16,7 +16,7 @@ export {
   USER_TOOL_PREFIXES,
 } from './builtins.js';
 export { callKey, canonicalJson, hashCanonical } from './canonical.js';
-export type { DispatchConfig, DispatchConfigOptions, Mode, SandboxConfig, SandboxNet } from './config.js';
+export type { DispatchConfig, DispatchConfigOptions, Mode, SandboxConfig } from './config.js';
 export {
   DEFAULT_CONFIRM_TIMEOUT_MS,
   DEFAULT_INPUT_TIMEOUT_MS,
@@ -50,7 +50,6 @@ export {
   RESULT_CACHE_TTL_MS,
   resolveConfig,
   resolveSandboxConfig,
-  sandboxNetOf,
   sandboxReadOf,
 } from './config.js';
 export { ConfigError, DispatchError, isToolError, ToolError } from './errors.js';
@@ -103,6 +102,15 @@ export {
   standbyThreshold,
   truncatedOutput,
 } from './result-budget.js';
+export type { CanonicalHost, NetPattern, SandboxNet } from './sandbox-net.js';
+export {
+  canonicalHost,
+  formatNetPattern,
+  parseNetPattern,
+  parsePort,
+  sandboxNetOf,
+  splitHostPort,
+} from './sandbox-net.js';
 export type { NeutralTool, ToolDefinition, ToolKind, ToolSpec } from './tool.js';
 export type { Validation } from './validate.js';
 export { schemaProblem, validateAgainst } from './validate.js';

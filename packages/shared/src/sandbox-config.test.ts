@@ -4,9 +4,9 @@ import {
   DEFAULT_SANDBOX_MEMORY_MB,
   DEFAULT_SANDBOX_PIDS,
   resolveSandboxConfig,
-  sandboxNetOf,
 } from './config.js';
 import { ConfigError } from './errors.js';
+import { sandboxNetOf } from './sandbox-net.js';
 
 describe('resolveSandboxConfig (TD_SANDBOX*, API.md v1.3)', () => {
   it('defaults to on, no network, 1024 MB, 256 processes, 1024 MB files', () => {

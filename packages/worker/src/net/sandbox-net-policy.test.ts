@@ -1,20 +1,20 @@
-import { ConfigError } from '@tool-dispatch/shared';
+import { ConfigError, canonicalHost, parseNetPattern, sandboxNetOf } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
-import { canonicalHost, matchesNetPattern, parseNetPattern, parseSandboxNet } from './sandbox-net-policy.js';
+import { matchesNetPattern } from './sandbox-net-policy.js';
 
 const name = (host: string) => ({ host, isIp: false });
 
-describe('parseSandboxNet', () => {
+describe('sandboxNetOf', () => {
   it.each([undefined, '', '  ', 'none'])('reads %j as no network', (value) => {
-    expect(parseSandboxNet(value)).toEqual({ mode: 'none' });
+    expect(sandboxNetOf(value)).toEqual({ mode: 'none' });
   });
 
   it('reads host as the worker network', () => {
-    expect(parseSandboxNet('host')).toEqual({ mode: 'host' });
+    expect(sandboxNetOf('host')).toEqual({ mode: 'host' });
   });
 
   it('reads a comma list as patterns in their canonical spelling', () => {
-    expect(parseSandboxNet(' Registry.NPMjs.org , *.github.com:443,10.0.0.5:8080,[::1]:80, ')).toEqual({
+    expect(sandboxNetOf(' Registry.NPMjs.org , *.github.com:443,10.0.0.5:8080,[::1]:80, ')).toEqual({
       mode: 'allow',
       patterns: ['registry.npmjs.org', '*.github.com:443', '10.0.0.5:8080', '[::1]:80'],
     });
@@ -39,9 +39,9 @@ describe('parseSandboxNet', () => {
     ['example.123', /ends in a number but is not an IPv4 address/],
     ['https://example.com', /not a host\[:port\] pattern/],
   ])('refuses %j with an error naming it', (value, message) => {
-    expect(() => parseSandboxNet(value)).toThrow(ConfigError);
-    expect(() => parseSandboxNet(value)).toThrow(message);
-    expect(() => parseSandboxNet(value)).toThrow(/^TD_SANDBOX_NET: /);
+    expect(() => sandboxNetOf(value)).toThrow(ConfigError);
+    expect(() => sandboxNetOf(value)).toThrow(message);
+    expect(() => sandboxNetOf(value)).toThrow(/^TD_SANDBOX_NET: /);
   });
 });
 

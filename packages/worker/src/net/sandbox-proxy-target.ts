@@ -1,16 +1,16 @@
 import { connect, type Socket } from 'node:net';
-import { isToolError } from '@tool-dispatch/shared';
-import { errorCode, errorMessage } from '../support/node-error.js';
-import { type CheckedTarget, checkUrl, pinnedLookup, type ResolveHost } from './net-guard.js';
 import {
   type CanonicalHost,
   canonicalHost,
   formatNetPattern,
-  matchesNetPattern,
+  isToolError,
   type NetPattern,
   parsePort,
   splitHostPort,
-} from './sandbox-net-policy.js';
+} from '@tool-dispatch/shared';
+import { errorCode, errorMessage } from '../support/node-error.js';
+import { type CheckedTarget, checkUrl, pinnedLookup, type ResolveHost } from './net-guard.js';
+import { matchesNetPattern } from './sandbox-net-policy.js';
 
 /** Why the proxy answers a request itself instead of forwarding it: an HTTP status and a sentence. */
 export class ProxyRefusal extends Error {

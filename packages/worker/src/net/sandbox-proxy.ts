@@ -3,14 +3,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type NetPattern, parseNetPattern } from '@tool-dispatch/shared';
 import { errorMessage } from '../support/node-error.js';
 import type { ResolveHost } from './net-guard.js';
-import { type NetPattern, parseNetPattern } from './sandbox-net-policy.js';
 import { forwardHttpRequest } from './sandbox-proxy-http.js';
 import { checkTarget, connectTarget, ProxyRefusal, parseAuthority, type TargetPolicy } from './sandbox-proxy-target.js';
 
 export { proxiedLaunch, SANDBOX_PROXY_PORT } from './sandbox-bridge.js';
-export { parseSandboxNet, type SandboxNet } from './sandbox-net-policy.js';
 
 /** Limits of one proxy; docs/sandbox-network.md lists them. */
 export interface SandboxProxyLimits {
