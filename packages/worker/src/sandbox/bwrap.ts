@@ -3,7 +3,7 @@ import type { SandboxNet } from '@tool-dispatch/shared';
 import { ToolError } from '@tool-dispatch/shared';
 import { type BwrapPlan, bwrapArgs, SANDBOX_HOME, type SystemEntry } from './bwrap-args.js';
 import { type CallCgroup, type CgroupRoots, createCallCgroup } from './cgroup.js';
-import { confinedOf } from './confined.js';
+import { confinedOf, signal } from './confined.js';
 import {
   type Confined,
   DEFAULT_PATH,
@@ -20,14 +20,6 @@ const MB = 1024 * 1024;
 /** A sandbox built without a proxy launcher (create.ts always gives one): allow lists fail closed. */
 export const NET_MISSING =
   'TD_SANDBOX_NET allow lists (and an MCP server\'s "net") need the filtering HTTP(S) proxy of the worker (net/sandbox-proxy.ts), which this build has not got: nothing is run; use none or host';
-
-function signalKill(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // gone already
-  }
-}
 
 /** What an allow-list network needs at launch: the proxy's binds, a wrapped argv and its variables. */
 export type NetLauncher = (
@@ -76,7 +68,7 @@ export class BwrapSandbox implements Sandbox {
   async prepare(spec: LaunchSpec & { env?: Record<string, string> }): Promise<PreparedLaunch> {
     const { command, args, cgroup } = await this.plan(spec);
     const release = async () => {
-      for (const pid of await cgroup.members()) signalKill(pid);
+      for (const pid of await cgroup.members()) signal(pid, 'SIGKILL');
       await cgroup.waitEmpty(5_000);
       await cgroup.remove();
     };

@@ -17,7 +17,8 @@ async function parentOf(pid: number): Promise<number | undefined> {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
-function signal(pid: number, sig: NodeJS.Signals): void {
+/** Signals `pid`, which may have gone already. */
+export function signal(pid: number, sig: NodeJS.Signals): void {
   try {
     process.kill(pid, sig);
   } catch {
