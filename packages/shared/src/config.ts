@@ -161,7 +161,9 @@ export type DispatchConfigOptions = Partial<DispatchConfig>;
 function positiveInt(raw: string | undefined, fallback: number, name: string): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  // A ConfigError: the CLI exits 2 naming the setting.
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
 }
 
