@@ -2,6 +2,7 @@ import { isValidId } from '@tool-dispatch/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../access.js';
 import { HttpError } from '../errors.js';
+import { type ModernBinding, ModernMcp } from './mcp-2026.js';
 import { rebindingProblem } from './mcp-origin.js';
 import type { McpService } from './mcp-service.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
@@ -37,6 +38,13 @@ async function boundSession(service: McpService, request: FastifyRequest): Promi
   return given;
 }
 
+/** A 2026 request's session: the one it names, else `mcp-<token name>` (made on first use, in the token's tenant). */
+function bindingOf(request: FastifyRequest, bound: string | undefined): ModernBinding {
+  const { name, tenant } = principalOf(request);
+  if (bound !== undefined) return { session: bound, principal: name };
+  return { session: `mcp-${name}`, create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+}
+
 /** TD_API_TOKENS: an MCP session acts in a session of the token's tenant only (another's is as if it did not exist). */
 async function inTenant(service: McpService, request: FastifyRequest, record: McpSessionRecord): Promise<boolean> {
   const { tenant } = principalOf(request);
@@ -65,6 +73,8 @@ async function sessionOf(service: McpService, request: FastifyRequest, reply: Fa
  * SDK's server on a stateless transport, one per request.
  */
 export async function registerMcpRoutes(app: FastifyInstance, service: McpService): Promise<void> {
+  const modern = new ModernMcp(service, service.runIdleMs);
+  app.addHook('onClose', async () => modern.close());
   app.addHook('preHandler', async function refuseRebinding(request) {
     if ((request.url.split('?')[0] ?? '') !== MCP_PATH) return;
     const problem = rebindingProblem(request);
@@ -77,6 +87,15 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
       return rpcError(reply, 400, -32700, 'Parse error: the body must be a JSON-RPC message or a batch of them');
     const bound = await boundSession(service, request);
     const init = messages.find((m) => m.method === 'initialize' && m.id !== undefined);
+    // 2026-07-28: no initialize, no Mcp-Session-Id, the version in each request's _meta (the SDK classifies).
+    if (!init && request.headers['mcp-session-id'] === undefined) {
+      const web = await modern.classify(request, reply.raw, body);
+      if (web) {
+        reply.hijack();
+        await modern.serve(web, reply.raw, body, bindingOf(request, bound));
+        return reply;
+      }
+    }
     let record: McpSessionRecord | undefined;
     if (init) {
       const { tenant } = principalOf(request);
