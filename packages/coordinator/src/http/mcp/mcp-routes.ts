@@ -96,28 +96,7 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
         return reply;
       }
     }
-    let record: McpSessionRecord | undefined;
-    if (init) {
-      const { tenant } = principalOf(request);
-      const params = isObject(init.params) ? init.params : {};
-      record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
-      reply.raw.setHeader('mcp-session-id', record.id);
-    } else {
-      record = await sessionOf(service, request, reply);
-      if (!record) return reply;
-    }
-    const requests: Message[] = [];
-    for (const m of messages) {
-      if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
-      else if (typeof m.method === 'string') await service.notified(record, m);
-      else await service.answered(record, m);
-    }
-    if (requests.length === 0) return reply.code(202).send();
-    for (const m of requests)
-      if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
-    reply.hijack();
-    await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
-    return reply;
+    return legacyPost(service, request, reply, init, bound);
   });
 
   app.get(MCP_PATH, async function mcpListen(request, reply) {
@@ -138,4 +117,38 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
     await service.end(record);
     return reply.code(200).send();
   });
+}
+
+/** A 2025-era POST /mcp (initialize, or a request of an MCP session): the v1.2 path. */
+async function legacyPost(
+  service: McpService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  init: Message | undefined,
+  bound: string | undefined,
+): Promise<FastifyReply> {
+  const body = request.body;
+  const messages = (Array.isArray(body) ? body : [body]) as Message[];
+  let record: McpSessionRecord | undefined;
+  if (init) {
+    const { tenant } = principalOf(request);
+    const params = isObject(init.params) ? init.params : {};
+    record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
+    reply.raw.setHeader('mcp-session-id', record.id);
+  } else {
+    record = await sessionOf(service, request, reply);
+    if (!record) return reply;
+  }
+  const requests: Message[] = [];
+  for (const m of messages) {
+    if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
+    else if (typeof m.method === 'string') await service.notified(record, m);
+    else await service.answered(record, m);
+  }
+  if (requests.length === 0) return reply.code(202).send();
+  for (const m of requests)
+    if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
+  reply.hijack();
+  await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
+  return reply;
 }
