@@ -34,13 +34,19 @@ writeFileSync(
     tokens: Object.values(TOKENS).map(({ token, name, tenant, role }) => ({ name, sha256: sha(token), tenant, role })),
   }),
 );
-const CONFIG = path.join(path.dirname(TOKENS_FILE), 'mcp.json');
-writeFileSync(
-  CONFIG,
-  JSON.stringify({
-    mcpServers: { fake: { command: 'node', args: [path.join(REPO_ROOT, 'test', 'support', 'mcp-fake-server.mjs')] } },
-  }),
-);
+/** Per mode: the fake MCP server's config, and the file its extra tools are read from (a change of it: list_changed). */
+const toolsFileOf = (mode: string) => path.join(path.dirname(TOKENS_FILE), `fake-tools-${mode}.json`);
+function configOf(mode: string): string {
+  const file = path.join(path.dirname(TOKENS_FILE), `mcp-${mode}.json`);
+  const fake = path.join(REPO_ROOT, 'test', 'support', 'mcp-fake-server.mjs');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      mcpServers: { fake: { command: 'node', args: [fake], env: { MCP_FAKE_TOOLS_FILE: toolsFileOf(mode) } } },
+    }),
+  );
+  return file;
+}
 const ASK = mcpToolName('fake', 'ask');
 /** Short, so a test can see a run end: calls of one burst come well within it. */
 const IDLE_MS = 4000;
@@ -74,7 +80,7 @@ interface Exchange {
 
 describeModes('MCP 2026-07-28 at /mcp', (mode) => {
   const f = useService(mode, {
-    env: { TD_API_TOKENS: TOKENS_FILE, TD_MCP_RUN_IDLE_MS: String(IDLE_MS), TD_MCP_CONFIG: CONFIG },
+    env: { TD_API_TOKENS: TOKENS_FILE, TD_MCP_RUN_IDLE_MS: String(IDLE_MS), TD_MCP_CONFIG: configOf(mode) },
     token: TOKENS.ops.token,
   });
   let second: Awaited<ReturnType<typeof startExtraCoordinator>> | undefined;
@@ -381,6 +387,25 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
     );
     expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), 10_000, 'the command’s child gone');
+  });
+
+  it('sends notifications/tools/list_changed on a subscriptions/listen stream when the catalog changes', async () => {
+    const c = await connect();
+    let changed = 0;
+    c.client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    const sub = await c.client.listen({ toolsListChanged: true });
+    try {
+      expect(sub.honoredFilter).toMatchObject({ toolsListChanged: true });
+      await sleep(1500); // the catalog's first look taken
+      writeFileSync(toolsFileOf(mode), JSON.stringify([`extra_${mode}`]));
+      await until(async () => (changed > 0 ? true : undefined), 30_000, 'list_changed');
+      const { tools } = await c.client.listTools();
+      expect(tools.map((t) => t.name)).toContain(mcpToolName('fake', `extra_${mode}`));
+    } finally {
+      await sub.close();
+    }
   });
 
   it('refuses a requestState of another token or session (-32602), nothing run', async () => {
