@@ -91,6 +91,10 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
     if (!init && request.headers['mcp-session-id'] === undefined) {
       const web = await modern.classify(request, reply.raw, body);
       if (web) {
+        // tools/list and tools/call count themselves in their handlers (as for 2025).
+        for (const m of messages)
+          if (typeof m.method === 'string' && m.method !== 'tools/call' && m.method !== 'tools/list')
+            service.hooks.request?.(m.method);
         reply.hijack();
         await modern.serve(web, reply.raw, body, bindingOf(request, bound));
         return reply;
