@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isValidId } from '@tool-dispatch/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../access.js';
@@ -42,7 +43,13 @@ async function boundSession(service: McpService, request: FastifyRequest): Promi
 function bindingOf(request: FastifyRequest, bound: string | undefined): ModernBinding {
   const { name, tenant } = principalOf(request);
   if (bound !== undefined) return { session: bound, principal: name };
-  return { session: `mcp-${name}`, create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+  return { session: tokenSessionOf(name), create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+}
+
+/** `mcp-<token name>`; a name that makes no session id (an `@`, too long): `mcp-` and 40 hex digits of its SHA-256. */
+export function tokenSessionOf(name: string): string {
+  const plain = `mcp-${name}`;
+  return isValidId(plain) ? plain : `mcp-${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
 }
 
 /** TD_API_TOKENS: an MCP session acts in a session of the token's tenant only (another's is as if it did not exist). */
