@@ -9,6 +9,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
 /** How long a parked call (interactive or client tool) waits for its answer (TD_INPUT_TIMEOUT_MS). */
 export const DEFAULT_INPUT_TIMEOUT_MS = 600_000;
+/** TD_MCP_RUN_IDLE_MS (v1.3): a 2026-07-28 MCP session's run `mcp-<n>` ends after this long without a call. */
+export const DEFAULT_MCP_RUN_IDLE_MS = 600_000;
 export const RESULT_CACHE_TTL_MS = 30 * 60_000;
 export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
@@ -88,6 +90,8 @@ export interface DispatchConfig {
   confirmTimeoutMs: number;
   /** TD_INPUT_TIMEOUT_MS: a parked call unanswered this long ends `error`/`timeout`. */
   inputTimeoutMs: number;
+  /** TD_MCP_RUN_IDLE_MS (v1.3): a 2026-07-28 MCP client's current run `mcp-<n>` ends after this long without a call. */
+  mcpRunIdleMs: number;
   maxConcurrentTools: number;
   workerConcurrency: number;
   workerSerialConcurrency: number;
@@ -285,6 +289,8 @@ export function resolveConfig(
       positiveInt(env.TD_CONFIRM_TIMEOUT_MS, DEFAULT_CONFIRM_TIMEOUT_MS, 'TD_CONFIRM_TIMEOUT_MS'),
     inputTimeoutMs:
       options.inputTimeoutMs ?? positiveInt(env.TD_INPUT_TIMEOUT_MS, DEFAULT_INPUT_TIMEOUT_MS, 'TD_INPUT_TIMEOUT_MS'),
+    mcpRunIdleMs:
+      options.mcpRunIdleMs ?? positiveInt(env.TD_MCP_RUN_IDLE_MS, DEFAULT_MCP_RUN_IDLE_MS, 'TD_MCP_RUN_IDLE_MS'),
     maxConcurrentTools:
       options.maxConcurrentTools ?? positiveInt(env.MAX_CONCURRENT_TOOLS, MAX_CONCURRENT_TOOLS, 'MAX_CONCURRENT_TOOLS'),
     workerConcurrency:

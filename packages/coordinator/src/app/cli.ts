@@ -7,6 +7,7 @@ import {
   DEFAULT_INPUT_TIMEOUT_MS,
   DEFAULT_JOB_CALLS,
   DEFAULT_MAX_ROUNDS_IN_FLIGHT,
+  DEFAULT_MCP_RUN_IDLE_MS,
   DEFAULT_REDIS_COMMAND_TIMEOUT_MS,
   DEFAULT_REDIS_REPLICA_ACKS,
   DEFAULT_REDIS_WAIT_MS,
@@ -67,6 +68,8 @@ Environment (docs/api.md):
   TD_CONFIRM_TIMEOUT_MS  confirmation wait before "denied" (default ${DEFAULT_CONFIRM_TIMEOUT_MS})
   TD_INPUT_TIMEOUT_MS    how long a parked call (ask_user, interactive or client tool) waits for
                          its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
+  TD_MCP_RUN_IDLE_MS     a 2026-07-28 MCP client's run mcp-<n> ends after this long without a call
+                         (default ${DEFAULT_MCP_RUN_IDLE_MS})
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)

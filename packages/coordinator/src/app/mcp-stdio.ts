@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { LATEST_PROTOCOL_VERSION, type Transport } from '@modelcontextprotocol/server';
-import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { LATEST_PROTOCOL_VERSION, type Server, type Transport } from '@modelcontextprotocol/server';
+import { StdioServerTransport, serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { DispatchConfig } from '@tool-dispatch/shared';
 import type { McpHub } from '@tool-dispatch/worker';
 import type { Engine } from '../engine.js';
+import { ModernMcp } from '../http/mcp/mcp-2026.js';
 import { answeredBy } from '../http/mcp/mcp-mapping.js';
 import { type McpHooks, McpService } from '../http/mcp/mcp-service.js';
 import type { McpSessionRecord, McpSessions } from '../http/mcp/mcp-sessions.js';
@@ -37,6 +38,7 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<void> {
     dispatcher: engine,
     sessions,
     version: o.version,
+    runIdleMs: o.config.mcpRunIdleMs,
     ...(o.hooks ? { hooks: o.hooks } : {}),
   });
   await service.start();
@@ -45,7 +47,7 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<void> {
   if (o.session === undefined) await engine.putSession(session, { provider: 'mcp' });
   else if (!(await engine.getSession(session)))
     throw new Error(`session ${session} does not exist; create it with PUT /v1/sessions/${session} first`);
-  const transport = new StdioServerTransport();
+  const stdio = new StdioServerTransport();
   const base: McpSessionRecord = {
     id,
     session,
@@ -54,23 +56,32 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<void> {
     createdAt: Date.now(),
   };
   await sessions.create(base);
-  const server = service.serverFor(
-    () => ({ ...base, elicitation: server.getClientCapabilities()?.elicitation !== undefined }),
-    () => transport,
+  const transport = interceptClientMessages(stdio, service, base);
+  const modern = new ModernMcp(service, o.config.mcpRunIdleMs);
+  // The connection's first message picks the era: 2025 (initialize) or 2026-07-28 (server/discover, or a request with the _meta envelope).
+  const handle = serveStdio(
+    (ctx) => {
+      if (ctx.era === 'modern') return modern.serverFor({ session, principal: 'stdio' });
+      const server: Server = service.serverFor(
+        () => ({ ...base, elicitation: server.getClientCapabilities()?.elicitation !== undefined }),
+        () => transport,
+      );
+      return server;
+    },
+    { transport },
   );
-  await server.connect(transport);
-  interceptClientMessages(transport, service, base);
   const removeListener = service.addListener({
     mcpSession: id,
-    notify: (m) => void transport.send(m as never).catch(() => undefined),
+    notify: (m) => void stdio.send(m as never).catch(() => undefined),
     end: () => undefined,
   });
   o.log(`tool-dispatch mcp: serving session ${session} over stdio (${o.config.mode} mode)`);
   await new Promise<void>((resolve) => {
-    transport.onclose = resolve;
+    stdio.onclose = resolve;
     process.stdin.once('end', resolve);
   });
   removeListener();
+  await handle.close().catch(() => undefined);
   await service.end(base);
   await service.close();
   await engine.drain();
@@ -80,20 +91,36 @@ export async function runMcpStdio(o: McpStdioOptions): Promise<void> {
 }
 
 /**
- * The client's answers to the dispatcher's elicitations go to the confirm and input hubs (the
- * SDK's server did not send them), and its cancels to the call they name; the rest to the server.
+ * The stdio transport as the SDK's entry sees it: the client's answers to the dispatcher's 2025
+ * elicitations go to the confirm and input hubs (no SDK server sent them) and its cancels to the
+ * call they name; everything else to the entry (and the server it pinned).
  */
-function interceptClientMessages(transport: Transport, service: McpService, record: McpSessionRecord): void {
-  const toServer = transport.onmessage;
-  transport.onmessage = (message, extra) => {
+function interceptClientMessages(
+  inner: StdioServerTransport,
+  service: McpService,
+  record: McpSessionRecord,
+): Transport {
+  const outer: Transport = {
+    start: () => inner.start(),
+    send: (message) => inner.send(message),
+    close: () => inner.close(),
+  };
+  inner.onmessage = (message) => {
     const m = message as Message;
     if (m.method === undefined && answeredBy(m.id)) {
       void service.answered(record, m);
       return;
     }
     if (m.method === 'notifications/cancelled') void service.notified(record, m);
-    toServer?.(message, extra);
+    outer.onmessage?.(message);
   };
+  inner.onerror = (e) => outer.onerror?.(e);
+  const closed = inner.onclose;
+  inner.onclose = () => {
+    closed?.();
+    outer.onclose?.();
+  };
+  return outer;
 }
 
 async function engineFor(

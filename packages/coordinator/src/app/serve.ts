@@ -54,6 +54,7 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
     dispatcher: engine,
     sessions: mcpSessions,
     version: options.version ?? 'unknown',
+    runIdleMs: options.config.mcpRunIdleMs,
     ...(options.mcpHooks ? { hooks: options.mcpHooks } : {}),
   });
   await mcp.start();

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { isValidId } from '@tool-dispatch/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../access.js';
 import { HttpError } from '../errors.js';
+import { type ModernBinding, ModernMcp } from './mcp-2026.js';
 import { rebindingProblem } from './mcp-origin.js';
 import type { McpService } from './mcp-service.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
@@ -37,6 +39,19 @@ async function boundSession(service: McpService, request: FastifyRequest): Promi
   return given;
 }
 
+/** A 2026 request's session: the one it names, else `mcp-<token name>` (made on first use, in the token's tenant). */
+function bindingOf(request: FastifyRequest, bound: string | undefined): ModernBinding {
+  const { name, tenant } = principalOf(request);
+  if (bound !== undefined) return { session: bound, principal: name };
+  return { session: tokenSessionOf(name), create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+}
+
+/** `mcp-<token name>`; a name that makes no session id (an `@`, too long): `mcp-` and 40 hex digits of its SHA-256. */
+export function tokenSessionOf(name: string): string {
+  const plain = `mcp-${name}`;
+  return isValidId(plain) ? plain : `mcp-${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
+}
+
 /** TD_API_TOKENS: an MCP session acts in a session of the token's tenant only (another's is as if it did not exist). */
 async function inTenant(service: McpService, request: FastifyRequest, record: McpSessionRecord): Promise<boolean> {
   const { tenant } = principalOf(request);
@@ -65,6 +80,8 @@ async function sessionOf(service: McpService, request: FastifyRequest, reply: Fa
  * SDK's server on a stateless transport, one per request.
  */
 export async function registerMcpRoutes(app: FastifyInstance, service: McpService): Promise<void> {
+  const modern = new ModernMcp(service, service.runIdleMs);
+  app.addHook('onClose', async () => modern.close());
   app.addHook('preHandler', async function refuseRebinding(request) {
     if ((request.url.split('?')[0] ?? '') !== MCP_PATH) return;
     const problem = rebindingProblem(request);
@@ -77,28 +94,20 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
       return rpcError(reply, 400, -32700, 'Parse error: the body must be a JSON-RPC message or a batch of them');
     const bound = await boundSession(service, request);
     const init = messages.find((m) => m.method === 'initialize' && m.id !== undefined);
-    let record: McpSessionRecord | undefined;
-    if (init) {
-      const { tenant } = principalOf(request);
-      const params = isObject(init.params) ? init.params : {};
-      record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
-      reply.raw.setHeader('mcp-session-id', record.id);
-    } else {
-      record = await sessionOf(service, request, reply);
-      if (!record) return reply;
+    // 2026-07-28: no initialize, no Mcp-Session-Id, the version in each request's _meta (the SDK classifies).
+    if (!init && request.headers['mcp-session-id'] === undefined) {
+      const web = await modern.classify(request, reply.raw, body);
+      if (web) {
+        // tools/list and tools/call count themselves in their handlers (as for 2025).
+        for (const m of messages)
+          if (typeof m.method === 'string' && m.method !== 'tools/call' && m.method !== 'tools/list')
+            service.hooks.request?.(m.method);
+        reply.hijack();
+        await modern.serve(web, reply.raw, body, bindingOf(request, bound));
+        return reply;
+      }
     }
-    const requests: Message[] = [];
-    for (const m of messages) {
-      if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
-      else if (typeof m.method === 'string') await service.notified(record, m);
-      else await service.answered(record, m);
-    }
-    if (requests.length === 0) return reply.code(202).send();
-    for (const m of requests)
-      if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
-    reply.hijack();
-    await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
-    return reply;
+    return legacyPost(service, request, reply, init, bound);
   });
 
   app.get(MCP_PATH, async function mcpListen(request, reply) {
@@ -119,4 +128,38 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
     await service.end(record);
     return reply.code(200).send();
   });
+}
+
+/** A 2025-era POST /mcp (initialize, or a request of an MCP session): the v1.2 path. */
+async function legacyPost(
+  service: McpService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  init: Message | undefined,
+  bound: string | undefined,
+): Promise<FastifyReply> {
+  const body = request.body;
+  const messages = (Array.isArray(body) ? body : [body]) as Message[];
+  let record: McpSessionRecord | undefined;
+  if (init) {
+    const { tenant } = principalOf(request);
+    const params = isObject(init.params) ? init.params : {};
+    record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
+    reply.raw.setHeader('mcp-session-id', record.id);
+  } else {
+    record = await sessionOf(service, request, reply);
+    if (!record) return reply;
+  }
+  const requests: Message[] = [];
+  for (const m of messages) {
+    if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
+    else if (typeof m.method === 'string') await service.notified(record, m);
+    else await service.answered(record, m);
+  }
+  if (requests.length === 0) return reply.code(202).send();
+  for (const m of requests)
+    if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
+  reply.hijack();
+  await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
+  return reply;
 }

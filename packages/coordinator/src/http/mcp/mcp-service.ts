@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { LATEST_PROTOCOL_VERSION, ProtocolError, Server, type Transport } from '@modelcontextprotocol/server';
+import { DEFAULT_MCP_RUN_IDLE_MS } from '@tool-dispatch/shared';
 import type { Dispatcher } from '../../dispatcher.js';
 import type { DispatchEvent } from '../../events/event-bus.js';
 import { McpCallError, runMcpCall } from './mcp-call.js';
@@ -30,9 +31,11 @@ export interface McpServiceOptions {
   version: string;
   hooks?: McpHooks;
   catalogPollMs?: number;
+  /** TD_MCP_RUN_IDLE_MS: a 2026-07-28 client's run `mcp-<n>` ends after this long without a call. */
+  runIdleMs?: number;
 }
 
-const SERVER_CAPABILITIES = { tools: { listChanged: true } };
+export const SERVER_CAPABILITIES = { tools: { listChanged: true } };
 
 /** A client's listening stream (GET /mcp, or stdio): where list_changed goes. */
 export interface Listener {
@@ -50,6 +53,8 @@ export interface Listener {
  */
 export class McpService {
   private readonly inFlight = new Map<string, AbortController>();
+  /** 2026-07-28 rounds by scope and key: the cancels of the requests waiting for each (a retry adds its own). */
+  private readonly held = new Map<string, Set<AbortController>>();
   private readonly listeners = new Set<Listener>();
   private catalogKey: string | undefined;
   private poll: NodeJS.Timeout | undefined;
@@ -72,6 +77,30 @@ export class McpService {
 
   get hooks(): McpHooks {
     return this.o.hooks ?? {};
+  }
+
+  get version(): string {
+    return this.o.version;
+  }
+
+  get runIdleMs(): number {
+    return this.o.runIdleMs ?? DEFAULT_MCP_RUN_IDLE_MS;
+  }
+
+  /** (2026-07-28) Holds a round's cancel under its scope and key until the returned removal. */
+  hold(scope: string, key: string, cancel: AbortController): () => void {
+    const k = inFlightKey(scope, key);
+    let set = this.held.get(k);
+    if (!set) {
+      set = new Set();
+      this.held.set(k, set);
+    }
+    set.add(cancel);
+    const mine = set;
+    return () => {
+      mine.delete(cancel);
+      if (mine.size === 0 && this.held.get(k) === mine) this.held.delete(k);
+    };
   }
 
   async start(): Promise<void> {
@@ -151,7 +180,7 @@ export class McpService {
   }
 
   /** Hears a session's events through one subscription per session, shared by the calls in flight here. */
-  private async watch(session: string, onEvent: (e: DispatchEvent) => void): Promise<() => void> {
+  async watch(session: string, onEvent: (e: DispatchEvent) => void): Promise<() => void> {
     let w = this.watches.get(session);
     if (!w) {
       const listeners = new Set<(e: DispatchEvent) => void>();
@@ -263,6 +292,8 @@ export class McpService {
 
   private cancelHere(c: McpCancel): void {
     if (c.requestId !== undefined) {
+      for (const ac of this.held.get(inFlightKey(c.mcpSession, c.requestId)) ?? [])
+        ac.abort(new Error('cancelled by the MCP client'));
       this.inFlight.get(inFlightKey(c.mcpSession, c.requestId))?.abort(new Error('cancelled by the MCP client'));
       return;
     }
@@ -325,7 +356,7 @@ export class McpService {
   }
 }
 
-const INSTRUCTIONS =
+export const INSTRUCTIONS =
   'tool-dispatch: every call goes through dedupe, the result cache, the confirm gate and per-run order. ' +
   'Pass _meta["tool-dispatch/run"] to name the run, _meta["tool-dispatch/idempotencyKey"] to make a retry safe.';
 

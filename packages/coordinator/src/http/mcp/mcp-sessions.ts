@@ -31,6 +31,12 @@ export interface McpSessions {
   delete(id: string): Promise<boolean>;
   /** Sends a cancel to every coordinator (this one too). */
   cancel(cancel: McpCancel): Promise<void>;
+  /**
+   * (2026-07-28) The number n of a session's current run `mcp-<n>`: the same n while calls come
+   * less than `idleMs` apart, the next one once `idleMs` passed without a call; each call renews
+   * it. Held in the store, so every coordinator agrees.
+   */
+  currentRun(session: string, idleMs: number): Promise<number>;
   /** Hears the cancels of every coordinator; returns the unsubscribe function. */
   onCancel(listener: (cancel: McpCancel) => void): Promise<() => void>;
   close(): Promise<void>;
