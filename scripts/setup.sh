@@ -7,9 +7,10 @@
 # the sandbox every run_command runs in, API.md v1.3). Safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
-major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$major" -lt 20 ]; then
-  echo "setup: Node 20 or newer is needed (found $(node --version 2>/dev/null || echo none))" >&2
+# engines in package.json: ^20.19.0 || >=22.12.0 (docs/operations.md "Node versions").
+ok=$(node -p 'const [a, b] = process.versions.node.split(".").map(Number); (a === 20 && b >= 19) || (a === 22 && b >= 12) || a > 22' 2>/dev/null || echo false)
+if [ "$ok" != true ]; then
+  echo "setup: Node 20.19+, 22.12+ or 24 is needed (found $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
 PNPM="npx -y pnpm@12.4.2"

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { loadTokenTable } from '@tool-dispatch/coordinator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadEvent, readEventStream } from '../support/sse.js';
+import { until } from '../support/until.js';
 import { type Harness, startHarness } from './harness.js';
 
 const TOKENS = {
@@ -35,10 +36,8 @@ async function openStream(base: string, headers: Record<string, string>) {
   const res = await fetch(`${base}/inbox/api/stream`, { headers, signal: abort.signal });
   const events: ReadEvent[] = [];
   void readEventStream(res.body, { onText: () => {}, onEvent: (e) => events.push(e) });
-  const waitFor = async (check: (e: ReadEvent[]) => boolean) => {
-    for (const end = Date.now() + 5_000; !check(events); await new Promise((r) => setTimeout(r, 10)))
-      if (Date.now() > end) throw new Error(`stream: ${JSON.stringify(events)}`);
-  };
+  const waitFor = (check: (e: ReadEvent[]) => boolean) =>
+    until(() => check(events), { what: () => `an inbox stream event (heard: ${JSON.stringify(events)})` });
   return { res, events, waitFor, close: () => abort.abort() };
 }
 

@@ -116,6 +116,7 @@ describe('checkUrl', () => {
     ];
     await expect(checkUrl('http://mixed.example/', { allow: [], signal, resolveHost })).rejects.toMatchObject({
       code: 'handler_error',
+      message: expect.stringMatching(/^refused to connect to mixed\.example \(it resolves to ::1\)/),
     });
   });
 
@@ -147,32 +148,53 @@ describe('checkUrl', () => {
   });
 
   describe('when TD_HTTP_ALLOW lists the host', () => {
+    /** The private-address refusal for `host` (not any error: a bad URL or a TypeError would not do). */
+    const refusal = (host: string) => ({
+      code: 'handler_error',
+      message: expect.stringMatching(
+        new RegExp(
+          `^refused to connect to ${host.replace(/[.[\]]/g, '\\$&')}( \\(it resolves to [^)]+\\))?: .*TD_HTTP_ALLOW=`,
+        ),
+      ),
+    });
+    const pinned = (address: string, family: 4 | 6) => ({ addresses: [{ address, family }] });
+
     it('allows host:port exactly, and not another port of the same host', async () => {
       const allow = ['127.0.0.1:8080'];
-      await expect(checkUrl('http://127.0.0.1:8080/', { allow, signal })).resolves.toBeDefined();
-      await expect(checkUrl('http://127.0.0.1:8081/', { allow, signal })).rejects.toMatchObject({
-        code: 'handler_error',
-      });
+      await expect(checkUrl('http://127.0.0.1:8080/', { allow, signal })).resolves.toMatchObject(
+        pinned('127.0.0.1', 4),
+      );
+      await expect(checkUrl('http://127.0.0.1:8081/', { allow, signal })).rejects.toMatchObject(
+        refusal('127.0.0.1:8081'),
+      );
     });
 
     it('allows any port for a bare host entry', async () => {
-      await expect(checkUrl('http://127.0.0.1:1234/', { allow: ['127.0.0.1'], signal })).resolves.toBeDefined();
+      await expect(checkUrl('http://127.0.0.1:1234/', { allow: ['127.0.0.1'], signal })).resolves.toMatchObject(
+        pinned('127.0.0.1', 4),
+      );
     });
 
     it('matches the host as written, not what it resolves to', async () => {
-      await expect(checkUrl('http://localhost:8080/', { allow: ['127.0.0.1:8080'], signal })).rejects.toMatchObject({
-        code: 'handler_error',
-      });
+      await expect(checkUrl('http://localhost:8080/', { allow: ['127.0.0.1:8080'], signal })).rejects.toMatchObject(
+        refusal('localhost:8080'),
+      );
     });
 
     it('compares a default port with the scheme default', async () => {
-      await expect(checkUrl('http://127.0.0.1/', { allow: ['127.0.0.1:80'], signal })).resolves.toBeDefined();
-      await expect(checkUrl('https://127.0.0.1/', { allow: ['127.0.0.1:80'], signal })).rejects.toBeDefined();
+      await expect(checkUrl('http://127.0.0.1/', { allow: ['127.0.0.1:80'], signal })).resolves.toMatchObject(
+        pinned('127.0.0.1', 4),
+      );
+      await expect(checkUrl('https://127.0.0.1/', { allow: ['127.0.0.1:80'], signal })).rejects.toMatchObject(
+        refusal('127.0.0.1'),
+      );
     });
 
     it('accepts IPv6 entries with and without brackets', async () => {
-      await expect(checkUrl('http://[::1]:8080/', { allow: ['[::1]:8080'], signal })).resolves.toBeDefined();
-      await expect(checkUrl('http://[::1]:9/', { allow: ['::1'], signal })).resolves.toBeDefined();
+      await expect(checkUrl('http://[::1]:8080/', { allow: ['[::1]:8080'], signal })).resolves.toMatchObject(
+        pinned('::1', 6),
+      );
+      await expect(checkUrl('http://[::1]:9/', { allow: ['::1'], signal })).resolves.toMatchObject(pinned('::1', 6));
     });
   });
 });
