@@ -114,12 +114,14 @@ export class Partitions {
   }
 
   /**
-   * Starts `bin/tool-dispatch <args> --port <free>` inside `ns` (`ip netns exec`), its own process
-   * group, REDIS_URL pointing at the host end; resolves once its output matches `waitFor`.
+   * Starts `bin/tool-dispatch <args> --port <free>` inside `ns`, its own process group, REDIS_URL
+   * pointing at the host end; resolves once its output matches `waitFor`. `nsenter --net`, not
+   * `ip netns exec`: that one also remounts /sys for the namespace, which hides /sys/fs/cgroup
+   * from the worker's sandbox (every run_command would end sandbox_unavailable).
    */
   async start(ns: Namespace, args: string[], env: Record<string, string>, waitFor: RegExp): Promise<NsProc> {
     const port = await freePort();
-    const child = spawn('ip', ['netns', 'exec', ns.name, bin, ...args, '--port', String(port)], {
+    const child = spawn('nsenter', [`--net=/var/run/netns/${ns.name}`, bin, ...args, '--port', String(port)], {
       cwd: root,
       env: { ...process.env, REDIS_URL: this.redisUrlFor(ns), ...env },
       detached: true,
