@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionSupport } from '../support/netns.js';
-import { type Cluster, check, LONG, printFigures, recoveryMs, startCluster, startLoad } from './partition-load.js';
+import {
+  type Cluster,
+  check,
+  firstAnswerAfter,
+  LONG,
+  printFigures,
+  recoveryMs,
+  startCluster,
+  startLoad,
+} from './partition-load.js';
 
 // Issue #43 (c): an asymmetric cut: a worker's outbound packets dropped (it hears Redis, Redis never
 // hears it) mid-command, 40 s in the long form, 20 s here, then healed. Its lock lapses, its job
@@ -38,8 +47,8 @@ describe('a worker whose outbound packets are dropped mid-command (an asymmetric
       const figures = await check(cluster, load);
       printFigures(`worker outbound-only cut ${CUT_MS / 1000} s`, figures, {
         sessions: SESSIONS,
-        recoveryMs: recoveryMs(load, cutAt),
-        afterHealMs: recoveryMs(load, healedAt),
+        recoveryMs: recoveryMs(load, cutAt, (r) => r.command === 'error/worker_lost'),
+        firstAfterHealMs: firstAnswerAfter(load, healedAt),
       });
       expect(figures.answered).toBe(figures.rounds);
       // The cut caught a call mid-command (else the test proved nothing).

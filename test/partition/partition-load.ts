@@ -195,6 +195,8 @@ export interface Figures {
   byOutcome: Record<string, number>;
   overlaps: string[];
   tokens: { zero: number; one: number; many: string[] };
+  /** Commands that started and never wrote their end mark (stopped part way: fenced, or killed). */
+  unended: number;
   /** Answered ok yet its command never started or never ended (a result with no side effect behind it). */
   okWithoutRun: string[];
   missingFromHistory: string[];
@@ -228,6 +230,7 @@ export async function check(cluster: Cluster, load: Load): Promise<Figures> {
     byOutcome: {},
     overlaps: [],
     tokens: { zero: 0, one: 0, many: [] },
+    unended: 0,
     okWithoutRun: [],
     missingFromHistory: [],
     answersDiffering: [],
@@ -248,6 +251,7 @@ export async function check(cluster: Cluster, load: Load): Promise<Figures> {
       if (starts === 0) figures.tokens.zero++;
       else if (starts === 1) figures.tokens.one++;
       else figures.tokens.many.push(`${r.token} started ${starts} times`);
+      if (starts > 0 && !span?.ended) figures.unended++;
       if (r.command === 'ok' && !(starts === 1 && span?.ended)) figures.okWithoutRun.push(r.token);
     }
     await checkHistory(cluster, session, load, figures);
@@ -296,10 +300,19 @@ function sameResult(a: any, b: any): boolean {
   );
 }
 
-/** From `from` to the last answer of a round sent before it and answered after it (what the fault caught). */
-export function recoveryMs(load: Load, from: number): number {
-  const caught = load.records.filter((r) => r.sentAt < from && (r.answeredAt ?? 0) >= from);
-  return Math.max(0, ...caught.map((r) => (r.answeredAt ?? from) - from));
+/**
+ * From `from` (the cut) to the last answer of the rounds it caught: sent before it, answered after
+ * it, and picked by `caught` (answered worker_lost, or sent again elsewhere).
+ */
+export function recoveryMs(load: Load, from: number, caught: (r: RoundRecord) => boolean = () => true): number {
+  const hit = load.records.filter((r) => r.sentAt < from && (r.answeredAt ?? 0) >= from && caught(r));
+  return Math.max(0, ...hit.map((r) => (r.answeredAt ?? from) - from));
+}
+
+/** From `from` (the heal) to the first answer of a round sent after it. */
+export function firstAnswerAfter(load: Load, from: number): number {
+  const after = load.records.filter((r) => r.sentAt >= from && r.answeredAt !== undefined);
+  return Math.min(...after.map((r) => (r.answeredAt as number) - from));
 }
 
 export function printFigures(name: string, f: Figures, extra: Record<string, unknown>): void {
@@ -310,6 +323,7 @@ export function printFigures(name: string, f: Figures, extra: Record<string, unk
       byOutcome: f.byOutcome,
       overlaps: f.overlaps.length,
       tokens: { '0': f.tokens.zero, '1': f.tokens.one, N: f.tokens.many.length },
+      unended: f.unended,
       okWithoutRun: f.okWithoutRun.length,
       missingFromHistory: f.missingFromHistory.length,
       answersDiffering: f.answersDiffering.length,

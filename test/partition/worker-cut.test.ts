@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionSupport } from '../support/netns.js';
-import { type Cluster, check, LONG, printFigures, recoveryMs, startCluster, startLoad } from './partition-load.js';
+import {
+  type Cluster,
+  check,
+  firstAnswerAfter,
+  LONG,
+  printFigures,
+  recoveryMs,
+  startCluster,
+  startLoad,
+} from './partition-load.js';
 
 // Issue #43 (a): a worker cut off from Redis mid-command for longer than its job lock and the
 // run's serial lane lease (40 s in the long form, 20 s here), then healed. Its job stalls and
@@ -38,8 +47,8 @@ describe('a worker partitioned from Redis mid-command, then healed', () => {
       const figures = await check(cluster, load);
       printFigures(`worker cut ${CUT_MS / 1000} s`, figures, {
         sessions: SESSIONS,
-        recoveryMs: recoveryMs(load, cutAt),
-        afterHealMs: recoveryMs(load, healedAt),
+        recoveryMs: recoveryMs(load, cutAt, (r) => r.command === 'error/worker_lost'),
+        firstAfterHealMs: firstAnswerAfter(load, healedAt),
       });
       expect(figures.answered).toBe(figures.rounds);
       // The cut caught a call mid-command (else the test proved nothing).
