@@ -82,6 +82,8 @@ export async function runQueuedJob(
         // A call its fence stopped (queue/fencing.ts) ends worker_lost, reported once Redis is back.
         const outcome = found.recorded ? found.outcome : fencedOutcome(c.stop.signal, found.outcome, c.job.name);
         outcomes[c.callId] = outcome;
+        // A fenced read is not reported: its job, stalled, runs again elsewhere (or the coordinator decides).
+        if (outcome !== found.outcome && c.job.queue === 'concurrent') return;
         const send = () => report(c, outcome, { recorded: found.recorded });
         await send().catch((e: unknown) => (isFenced(signal.reason) ? reportWhenReachable(send) : Promise.reject(e)));
       }),
