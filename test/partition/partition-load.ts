@@ -13,7 +13,7 @@ import { randomPrefix } from '../support/redis.js';
 // every coordinator.
 
 export const LONG = process.env.TD_LONG === '1';
-/** How long a client waits for one answer before it sends again (on the other coordinator). */
+/** How long a client waits for one answer before it sends again (on the other coordinator): below a command's 16 s, so most rounds are also sent again under their key while they run. */
 const CLIENT_TIMEOUT_MS = 12_000;
 /** Ticks of a command (each 250 ms): about 16 s of command, longer than a job lock plus a stalled check and the coordinator noticing (5 + 5 + 1 s), so a cut-off worker left alone would still run it when its job fails as stalled. */
 const TICKS = 64;
@@ -74,6 +74,8 @@ export interface RoundRecord {
   /** The command's result: `ok`, or `error/<code>`. */
   command?: string;
   attempts: number;
+  /** The coordinator sent to first (index in Cluster.coordinators): the one that begins the round. */
+  first: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -151,12 +153,21 @@ export async function startLoad(cluster: Cluster, count: number, label: string):
     for (let k = 1; !stopping; k++) {
       const token = `tok-${session}-${k}`;
       const callId = `cmd-${k}`;
-      const record: RoundRecord = { session, key: `${session}-k${k}`, token, callId, sentAt: Date.now(), attempts: 0 };
+      const first = (i + k) % cluster.coordinators.length;
+      const record: RoundRecord = {
+        session,
+        key: `${session}-k${k}`,
+        token,
+        callId,
+        sentAt: Date.now(),
+        attempts: 0,
+        first,
+      };
       records.push(record);
       const calls = [{ id: callId, name: 'run_command', args: { command: commandOf(callId, token) } }];
       const { json, attempts } = await untilAnswered(
         cluster,
-        i + k,
+        first,
         `/v1/sessions/${session}/runs/r/rounds`,
         { calls },
         record.key,
