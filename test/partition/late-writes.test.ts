@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { standingOutcome } from '../../packages/coordinator/src/executors/queue/verdicts.js';
 import { type ExecOutcome, failedOutcome } from '../../packages/shared/src/index.js';
-import { jobIdFor, type QueuedJob, RUNNING_MARK, redisKeys } from '../../packages/shared/src/redis.js';
+import { callIdFor, type QueuedJob, RUNNING_MARK, redisKeys } from '../../packages/shared/src/redis.js';
 import { Reporter } from '../../packages/worker/src/queue/reporter.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix } from '../support/redis.js';
@@ -27,7 +27,7 @@ useRedis((_server, r) => {
 function setting() {
   const keys = redisKeys(randomPrefix('late'));
   const job = execJob('run_command', { command: 'true' }, { queue: 'serial', workspace: '/tmp' });
-  const callId = jobIdFor(job.round, job.callIndex);
+  const callId = callIdFor(job.round, job.callIndex);
   const queued: QueuedJob = { coordinator: 'c-1', replyTo: keys.results('c-1'), calls: [job] };
   const carrier = 'carrier-1';
   return { keys, job, callId, queued, carrier, outcomeKey: keys.outcome('c-1', callId) };

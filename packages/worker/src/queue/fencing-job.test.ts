@@ -1,6 +1,6 @@
 import type { ExecOutcome } from '@tool-dispatch/shared';
 import {
-  jobIdFor,
+  callIdFor,
   parseResultsEntry,
   type QueuedJob,
   type RedisClient,
@@ -60,7 +60,7 @@ async function fencedRun(queue: 'serial' | 'concurrent') {
   const keys = redisKeys(randomPrefix());
   const base = queuedJobOf(keys, 'wait', [{}]);
   const queued: QueuedJob = { ...base, calls: base.calls.map((c) => ({ ...c, queue })) };
-  const id = jobIdFor(queued.calls[0]?.round as string, 0);
+  const id = callIdFor(queued.calls[0]?.round as string, 0);
   const stopped: string[] = [];
   const fence = new AbortController();
   setTimeout(() => fence.abort(new FencedAbort('the worker lost its hold on job j-1: no renewal', 2_600)), 100);

@@ -1,4 +1,4 @@
-import { jobIdFor, type RedisClient, type RedisKeys, RUNNING_MARK } from '@tool-dispatch/shared/redis';
+import { callIdFor, type RedisClient, type RedisKeys, RUNNING_MARK } from '@tool-dispatch/shared/redis';
 import type { CallProgress, CallProgressState } from '../call-progress.js';
 
 /**
@@ -20,7 +20,7 @@ export class QueueCallProgress implements CallProgress {
   ): Promise<(CallProgressState | undefined)[]> {
     if (origin === undefined || callIndexes.length === 0) return callIndexes.map(() => undefined);
     const keys = this.keys;
-    const values = await this.redis.mget(...callIndexes.map((i) => keys.outcome(origin, jobIdFor(round, i))));
+    const values = await this.redis.mget(...callIndexes.map((i) => keys.outcome(origin, callIdFor(round, i))));
     return values.map((v) => {
       if (v === null || v === undefined) return undefined;
       return v.startsWith(RUNNING_MARK) ? 'running' : 'done';
