@@ -293,9 +293,7 @@ export class Partitions {
 
 let nextSerial = 0;
 
-function text(p: NsProc): string {
-  return p.output.join('');
-}
+const text = (p: NsProc): string => p.output.join('');
 
 function nsRun(ns: Namespace, file: string, args: string[]) {
   return run('ip', ['netns', 'exec', ns.name, file, ...args]);
