@@ -60,7 +60,8 @@ export interface Dispatcher {
   ): Promise<RoundView | null>;
   /**
    * (v1.3) Cancels one round (one submitted with `submitRoundAsync`) on whichever coordinator runs
-   * it: its calls end `cancelled` as with `cancelRun`; the number that did. Throws
+   * it: its calls end `cancelled` as with `cancelRun`; the number that did (0 when it runs nowhere
+   * any more, or was taken over from a coordinator that died: `cancelRun` reaches that one). Throws
    * RequestError('session_not_found').
    */
   cancelRound(session: string, run: string, round: string): Promise<number>;
