@@ -7,6 +7,7 @@
 // checked against INFO commandstats around the same window.
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -57,7 +58,6 @@ const client = new LoadClient(sessions + 10);
 try {
   await ensureSessions(client, stack, sessions);
   await runSlice(client, stack, { sessions, roundSize, ms: 2_000, run: 'warm', timeoutMs: 60_000 });
-  const monitor = await new Redis(server.url).monitor();
   /** Script (or `-` for commands sent alone) → command → count. */
   const by = new Map<string, Map<string, number>>();
   const runs = new Map<string, number>();
@@ -68,15 +68,19 @@ try {
     by.set(script, m);
   };
   let watching = true;
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (!watching) return;
-    const cmd = String(args[0]).toLowerCase();
+  // MONITOR on a plain socket: each line `+<time> [<db> <source>] "<command>" "<arg>" …`.
+  const onLine = (line: string) => {
+    const m = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]*)"(?: "((?:[^"\\]|\\.)*)")?/.exec(line);
+    if (!m || !watching) return;
+    const source = m[1] as string;
+    const cmd = (m[2] as string).toLowerCase();
     if (source === 'lua') {
       add(current, cmd);
       return;
     }
-    if (cmd === 'evalsha' || cmd === 'eval' || cmd === 'evalsha_ro') {
-      const sha = cmd === 'eval' ? createHash('sha1').update(String(args[1])).digest('hex') : String(args[1]);
+    if (cmd === 'evalsha' || cmd === 'eval') {
+      // EVAL's source is quoted with escapes: such scripts are named by their first run (NOSCRIPT), rare.
+      const sha = cmd === 'eval' ? 'eval' : String(m[3]);
       current = names.get(sha) ?? `script ${sha.slice(0, 8)}`;
       runs.set(current, (runs.get(current) ?? 0) + 1);
       add(current, cmd);
@@ -84,14 +88,28 @@ try {
       current = '-';
       add('-', cmd);
     }
+  };
+  const url = new URL(server.url);
+  const monitor = createConnection({ host: url.hostname, port: Number(url.port) });
+  let buffered = '';
+  monitor.setEncoding('utf8');
+  monitor.on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl = buffered.indexOf('\r\n');
+    while (nl >= 0) {
+      onLine(buffered.slice(0, nl));
+      buffered = buffered.slice(nl + 2);
+      nl = buffered.indexOf('\r\n');
+    }
   });
+  monitor.write('MONITOR\r\n');
   await new Promise((r) => setTimeout(r, 200));
   const r0 = await sampleRedis(admin);
   const load = await runSlice(client, stack, { sessions, roundSize, ms, run: 'prof', timeoutMs: 60_000 });
   const r1 = await sampleRedis(admin);
   await new Promise((r) => setTimeout(r, 200));
   watching = false;
-  monitor.disconnect();
+  monitor.destroy();
   const stats = diffRedis(r0, r1);
   const per = (n: number) => (n / load.calls).toFixed(2);
   let total = 0;

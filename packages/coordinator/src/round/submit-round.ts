@@ -1,5 +1,14 @@
 import { assertNever, hashCanonical, newId } from '@tool-dispatch/shared';
-import type { NormalCall, RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
+import { type LimitStage, runStages, runTicketOf } from '../limits/limits.js';
+import type {
+  NormalCall,
+  RoundContext,
+  RoundRef,
+  RoundResponse,
+  RunPlacesAsk,
+  SessionState,
+  SubmitRoundInput,
+} from '../model.js';
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
 import { isDedupable } from '../rules/dedupe.js';
@@ -37,6 +46,7 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
+  const places = placesAtBegin(r.deps, ref, calls);
   let begin: BeginRound;
   try {
     const beginning = store.beginRound({
@@ -46,6 +56,7 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
       ...(owner ? { owner, calls: stored } : {}),
       ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+      ...(places ? { places } : {}),
     });
     // The listing too: a command the client lost would leave the request waiting for ever.
     const both = tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning;
@@ -71,15 +82,28 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
     }
     case 'new': {
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
-      return startRound(r, ref, begin.session, {
-        rawCalls: input.calls,
-        read,
-        ...(input.cancel ? { cancel: input.cancel } : {}),
-      });
+      if (!places || !begin.placesTaken) return startRound(r, ref, begin.session, startOf(input, read));
+      const { limits } = r.deps;
+      limits.took?.(ref.round, places);
+      // Whatever its commit did not give back (failed, fenced) goes back once the round is over.
+      return startRound(r, ref, begin.session, startOf(input, read)).finally(() => limits.roundEnded?.(ref.round));
     }
     default:
       return assertNever(begin, 'beginRound outcome');
   }
+}
+
+/** The run's places to take in the begin's own step, when they are free and none wait (RedisLimits; undefined: memory). */
+function placesAtBegin(deps: RoundDeps, ref: RoundRef, calls: readonly NormalCall[]): RunPlacesAsk | undefined {
+  const stage = runStages(ref, 'concurrent', deps.maxConcurrentTools)[0] as LimitStage;
+  return deps.limits.askAtBegin?.(
+    stage,
+    calls.map((c) => runTicketOf(ref.round, c.index)),
+  );
+}
+
+function startOf(input: SubmitRoundInput, read: ReadAhead): RoundStart {
+  return { rawCalls: input.calls, read, ...(input.cancel ? { cancel: input.cancel } : {}) };
 }
 
 /** What a retry under the same Idempotency-Key is compared by: the calls after their shape is normalised ('' without a key). */

@@ -19,7 +19,6 @@ import type {
   SessionState,
   StoredPlanned,
 } from '../model.js';
-import { resultOf } from '../model.js';
 import { RequestError } from '../request-error.js';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
@@ -30,6 +29,7 @@ import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDed
 import { failRoundScript, parseFailRoundReply } from './lua/failRound-1.lua.js';
 import { parseSaveDecisionsReply, saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
 import { parseTakeRoundReply, TakeRoundStatus, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { beginPlacesArgs, commitItemArgs, givenBackArgs } from './redis-commit.js';
 import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
 import type {
   BeginRound,
@@ -223,8 +223,11 @@ export class RedisStore implements Store {
       JSON.stringify(round),
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
-      ...this.itemArgs(session, items, keys),
+      ...givenBackArgs(input.giveBack),
+      ...commitItemArgs(this.keys, session, items, keys),
     ];
+    // The places' keys after the tool histories (their indexes are the items').
+    if (input.giveBack?.tickets.length) keys.push(input.giveBack.held, input.giveBack.wait);
     const status = parseCommitRoundReply(await runScript(this.redis, commitRoundScript, keys, args));
     if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
@@ -232,39 +235,8 @@ export class RedisStore implements Store {
     // retry, which finds what survived.
     await this.durable(keys[0] as string, `round ${round}'s commit`, 'no answer is sent before it is');
     await this.putCachedItems(tenant, items);
-    return { fenced: false };
-  }
-
-  /**
-   * The 7 script fields of each item (commitRound-5n.lua), adding each tool's history to `keys`.
-   * Each result is serialised once: the script makes the history entry, the event and the
-   * round's answer from it.
-   */
-  private itemArgs(session: string, items: readonly CommitItem[], keys: string[]): (string | number)[] {
-    const toolKey = new Map<string, number>();
-    const args: (string | number)[] = [];
-    for (const item of items) {
-      const tool = item.entry.name;
-      let index = toolKey.get(tool);
-      if (index === undefined) {
-        keys.push(this.keys.toolHistory(session, tool));
-        index = keys.length; // Lua's KEYS are 1-based
-        toolKey.set(tool, index);
-      }
-      const { round, run, at, paths } = item.entry;
-      const d = item.dedupe;
-      args.push(
-        JSON.stringify(resultOf(item.entry)),
-        // The script's tool.result event takes these fields up to "at" (so not the paths).
-        `"round":${JSON.stringify(round)},"run":${JSON.stringify(run)},"at":${JSON.stringify(at)}${paths ? `,"paths":${JSON.stringify(paths)}` : ''}`,
-        index,
-        d ? d.key : '',
-        d ? JSON.stringify(d) : '',
-        d && needsMeta(d) ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
-        item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
-      );
-    }
-    return args;
+    if (!input.giveBack?.tickets.length) return { fenced: false };
+    return { fenced: false, waiters: status === CommitRoundStatus.OkWaiters };
   }
 
   /** The cache is tenant-scoped (another hash slot): written after the commit. */
@@ -332,6 +304,8 @@ export class RedisStore implements Store {
       k.events(session),
       k.dedupe(session, run),
     ];
+    const places = input.places;
+    if (places) keys.push(places.held, places.wait);
     const args = [
       round,
       callsHash,
@@ -342,6 +316,7 @@ export class RedisStore implements Store {
       owner ? JSON.stringify(input.calls ?? []) : '',
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.started) : '',
+      ...beginPlacesArgs(places),
       ...dedupeKeys,
     ];
     const reply = parseBeginRoundReply(await runScript(this.redis, beginRoundScript, keys, args));
@@ -357,7 +332,9 @@ export class RedisStore implements Store {
         const entry = tryParseJson(reply.dedupe[i]) as DedupeEntry | undefined;
         if (entry) dedupe.set(key, entry);
       });
-      return { kind: 'new', record, session: state, dedupe };
+      const begun: BeginRound = { kind: 'new', record, session: state, dedupe };
+      if (places) begun.placesTaken = reply.placesTaken;
+      return begun;
     }
     const held = await this.getRound(session, run, reply.round);
     // The key outlived its round record (both share a TTL, so only after manual deletion): report what is known.
