@@ -1,7 +1,7 @@
 // The arguments RedisStore's round scripts take beyond their fixed ones: each committed item's
 // fields (commitRound-5n), and a run's places taken at the begin (beginRound-5) and given back at
 // the commit.
-import type { RedisKeys } from '@tool-dispatch/shared/redis';
+import { DuePerKey, type RedisKeys } from '@tool-dispatch/shared/redis';
 import { type RunPlacesAsk, type RunPlacesGive, resultOf } from '../model.js';
 import { needsMeta } from './lua/dropDedupe-2.lua.js';
 import type { CommitItem } from './store.js';
@@ -43,13 +43,32 @@ export function commitItemArgs(
   return args;
 }
 
-/** beginRound's ARGV[12..15+k]: the run's places in all, the lease, the keys' TTL, k and the tickets (k = 0: none asked). */
+/** beginRound's ARGV[13..16+k]: the run's places in all, the lease, the keys' TTL, k and the tickets (k = 0: none asked). */
 export function beginPlacesArgs(places: RunPlacesAsk | undefined): (string | number)[] {
   if (!places) return [0, 0, 0, 0];
   return [places.concurrency, places.leaseMs, places.keyTtlMs, places.tickets.length, ...places.tickets];
 }
 
-/** commitRound's ARGV[8..8+k]: k, the places given back, and their tickets. */
+/** commitRound's ARGV[9..9+k]: k, the places given back, and their tickets. */
 export function givenBackArgs(give: RunPlacesGive | undefined): (string | number)[] {
   return give?.tickets.length ? [give.tickets.length, ...give.tickets] : [0];
+}
+
+/**
+ * Whether this process pushes a session's sliding TTL back now (a script's "1"), at most once per
+ * session every tenth of the TTL (a minute at most), else "0": the TTL a recent push set is still
+ * nearly whole. Noted as done when asked (a push lost with its script is made good by the next).
+ */
+export class TtlPushBacks {
+  private readonly due: DuePerKey;
+
+  constructor(ttlMs: number) {
+    this.due = new DuePerKey(Math.max(1, Math.min(60_000, Math.floor(ttlMs / 10))));
+  }
+
+  take(session: string): '1' | '0' {
+    if (!this.due.due(session)) return '0';
+    this.due.done(session);
+    return '1';
+  }
 }

@@ -29,7 +29,7 @@ import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDed
 import { failRoundScript, parseFailRoundReply } from './lua/failRound-1.lua.js';
 import { parseSaveDecisionsReply, saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
 import { parseTakeRoundReply, TakeRoundStatus, takeRoundScript } from './lua/takeRound-1.lua.js';
-import { beginPlacesArgs, commitItemArgs, givenBackArgs } from './redis-commit.js';
+import { beginPlacesArgs, commitItemArgs, givenBackArgs, TtlPushBacks } from './redis-commit.js';
 import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
 import type {
   BeginRound,
@@ -80,6 +80,8 @@ export class RedisStore implements Store {
   private readonly probeTags: readonly string[];
   private readonly keys: RedisKeys;
   private readonly ttlMs: number;
+  /** The session's TTL at a begin, its histories' at a commit: pushed back at most so often. */
+  private readonly ttlDue: { session: TtlPushBacks; histories: TtlPushBacks };
   private readonly events: EventStreamWriter | undefined;
   readonly appendsEvents: boolean;
   private readonly durability: ReplicaAcks | undefined;
@@ -90,6 +92,7 @@ export class RedisStore implements Store {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
     this.ttlMs = ttl;
+    this.ttlDue = { session: new TtlPushBacks(ttl), histories: new TtlPushBacks(ttl) };
     this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
     this.appendsEvents = this.events !== undefined;
     this.durability = options.durability?.enabled ? options.durability : undefined;
@@ -223,6 +226,7 @@ export class RedisStore implements Store {
       JSON.stringify(round),
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
+      this.ttlDue.histories.take(session),
       ...givenBackArgs(input.giveBack),
       ...commitItemArgs(this.keys, session, items, keys),
     ];
@@ -316,6 +320,7 @@ export class RedisStore implements Store {
       owner ? JSON.stringify(input.calls ?? []) : '',
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.started) : '',
+      this.ttlDue.session.take(session),
       ...beginPlacesArgs(places),
       ...dedupeKeys,
     ];

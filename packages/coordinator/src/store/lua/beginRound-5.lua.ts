@@ -8,7 +8,7 @@ export const beginRoundScript = defineScript(
   `--[[
   Starts a round under an idempotency key, or reports the round that already holds the key.
   KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
-  KEYS[3] session (HASH; read, and its TTL refreshed)
+  KEYS[3] session (HASH; read, and its TTL pushed back when ARGV[12] is "1")
   ARGV[1] round id  ARGV[2] calls hash  ARGV[3] record JSON  ARGV[4] TTL ms
   ARGV[5] "1" when an idempotency key is used
   ARGV[6] the coordinator running the round ("" for none)  ARGV[7] the round's calls as JSON ("" for none),
@@ -17,9 +17,11 @@ export const beginRoundScript = defineScript(
   ARGV[11] round.started data JSON ("" to append no event)
   KEYS[5] the run's dedupe entries (HASH)
   KEYS[6] KEYS[7] (v1.3, with places) the run limit's held places (ZSET ticket -> lease end) and waiters (ZSET)
-  ARGV[12] the run's places in all  ARGV[13] a place's lease ms  ARGV[14] the limit keys' TTL ms
-  ARGV[15] k, the places asked for (0: none)  ARGV[16..15+k] their tickets
-  ARGV[16+k..] dedupe keys pass 1 will look up
+  ARGV[12] "1" to push the session's TTL back (the caller does it at most so often per session,
+    well within the TTL: "0" leaves it as a recent begin set it)
+  ARGV[13] the run's places in all  ARGV[14] a place's lease ms  ARGV[15] the limit keys' TTL ms
+  ARGV[16] k, the places asked for (0: none)  ARGV[17..16+k] their tickets
+  ARGV[17+k..] dedupe keys pass 1 will look up
   The places are taken (each ticket held under a lease, server clock) only when none waits and
   all k are free; else nothing of the limit is touched and the calls ask for them one by one.
   Returns {"new", <session HGETALL>, <HMGET of the dedupe keys>, 1 | 0 (the places taken)},
@@ -33,8 +35,8 @@ local session = redis.call('HGETALL', KEYS[3])
 if #session == 0 then
   return {'no_session'}
 end
-local places = tonumber(ARGV[15])
-local dedupeFrom = 16 + places
+local places = tonumber(ARGV[16])
+local dedupeFrom = 17 + places
 local function dedupeFound()
   if #ARGV >= dedupeFrom then
     return redis.call('HMGET', KEYS[5], unpack(ARGV, dedupeFrom))
@@ -48,25 +50,25 @@ local function takePlaces()
   end
   local held, wait = KEYS[6], KEYS[7]
   if redis.call('EXISTS', held, wait) > 0 then
-    if redis.call('EXISTS', wait) == 1 or redis.call('ZCARD', held) + places > tonumber(ARGV[12]) then
+    if redis.call('EXISTS', wait) == 1 or redis.call('ZCARD', held) + places > tonumber(ARGV[13]) then
       return 0
     end
   end
   local t = redis.call('TIME')
-  local leaseEnd = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[13])
+  local leaseEnd = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[14])
   local members = {}
-  for i = 16, 15 + places do
+  for i = 17, 16 + places do
     members[#members + 1] = leaseEnd
     members[#members + 1] = ARGV[i]
   end
   redis.call('ZADD', held, unpack(members))
-  redis.call('PEXPIRE', held, ARGV[14])
+  redis.call('PEXPIRE', held, ARGV[15])
   return 1
 end
 -- Round ids are new for each submission: a record under this one is this very call, run before.
 if redis.call('HEXISTS', KEYS[1], 'record') == 1 then
   local took = 0
-  if places > 0 and redis.call('ZSCORE', KEYS[6], ARGV[16]) then
+  if places > 0 and redis.call('ZSCORE', KEYS[6], ARGV[17]) then
     took = 1
   end
   return {'new', session, dedupeFound(), took}
@@ -91,7 +93,9 @@ else
   redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
+if ARGV[12] == '1' then
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
 if ARGV[11] ~= '' then
   appendEvent(KEYS[4], ARGV[8], 'round.started', ARGV[11])
   keepEvents(KEYS[4], ARGV[9], ARGV[10])

@@ -20,9 +20,11 @@ export const commitRoundScript = defineScript(
   ARGV[1] TTL ms  ARGV[2] the committing owner ("" = unfenced)  ARGV[3] the round id as JSON
   ARGV[4] events MINID  ARGV[5] events TTL ms  ARGV[6] "1" to push the events TTL back
   ARGV[7] round.completed data JSON ("" to append no events)
-  ARGV[8] k, the run's places given back (0: none)  ARGV[9..8+k] their tickets; with k > 0 the last
+  ARGV[8] "1" to push the histories' TTLs back (the caller does it at most so often per session,
+    well within the TTL); "0" sets the TTL only of a history this commit creates
+  ARGV[9] k, the run's places given back (0: none)  ARGV[10..9+k] their tickets; with k > 0 the last
     two KEYS are the run limit's held places (ZSET) and its waiters (ZSET), after the tool histories
-  ARGV[9+k..] 7 fields per item: its result JSON (a non-empty object), its history fields
+  ARGV[10+k..] 7 fields per item: its result JSON (a non-empty object), its history fields
     ('"round":…,"run":…,"at":…'), index in KEYS of its tool history, dedupe key ("" for none),
     dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}; "" when not needed), invalidations
     JSON ([{"tool", "paths"?}], "" for none)
@@ -61,8 +63,8 @@ local function putDedupe()
     meta = {}
   end
 end
-local give = tonumber(ARGV[8])
-for i = 9 + give, #ARGV, 7 do
+local give = tonumber(ARGV[9])
+for i = 10 + give, #ARGV, 7 do
   local result = ARGV[i]
   local body = string.sub(result, 2, -2)
   local entry = '{' .. body .. ',' .. ARGV[i + 1] .. '}'
@@ -99,12 +101,16 @@ for i = 9 + give, #ARGV, 7 do
   end
 end
 putDedupe()
+-- A list as long as what was pushed is new: it gets its TTL whether or not a push-back is due.
+local function pushAll(key, entries)
+  if redis.call('RPUSH', key, unpack(entries)) == #entries or ARGV[8] == '1' then
+    redis.call('PEXPIRE', key, ARGV[1])
+  end
+end
 if #results > 0 then
-  redis.call('RPUSH', KEYS[2], unpack(history))
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  pushAll(KEYS[2], history)
   for _, tool in ipairs(tools) do
-    redis.call('RPUSH', tool, unpack(byTool[tool]))
-    redis.call('PEXPIRE', tool, ARGV[1])
+    pushAll(tool, byTool[tool])
   end
 end
 if dedupedAny then
@@ -124,7 +130,7 @@ if events then
   keepEvents(KEYS[5], ARGV[5], ARGV[6])
 end
 if give > 0 then
-  redis.call('ZREM', KEYS[#KEYS - 1], unpack(ARGV, 9, 8 + give))
+  redis.call('ZREM', KEYS[#KEYS - 1], unpack(ARGV, 10, 9 + give))
   if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
     return 'ok waiters'
   end
