@@ -15,6 +15,7 @@ const ctx = {
   tenant: 'default',
   run: 'peer',
   round: 'peer',
+  toolCallId: 'peer',
   callId: 'peer',
   idempotencyKey: 'peer',
   timeoutMs: 60_000,

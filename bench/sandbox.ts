@@ -34,6 +34,7 @@ export async function benchSandbox(calls: number, progress: (line: string) => vo
     tenant: 'default',
     run: 'r',
     round: 'rnd',
+    toolCallId: 'c',
     callId: 'c',
     idempotencyKey: 'k',
     timeoutMs: 60_000,

@@ -47,7 +47,7 @@ async function exportRound(env: NodeJS.ProcessEnv): Promise<void> {
         name: 'execute read_files',
         kind: SpanKind.CONSUMER,
         parent: extractContext(trace),
-        attributes: callAttributes({ session: 's1', round: 'r1', callId: 'c1', name: 'read_files' }),
+        attributes: callAttributes({ session: 's1', round: 'r1', toolCallId: 'c1', name: 'read_files' }),
       },
       (span) => setSpanResult(span, { status: 'ok' }),
     );

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecJob } from '@tool-dispatch/shared';
 import {
-  jobIdFor,
+  callIdFor,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   RUNNING_MARK,
@@ -500,7 +500,7 @@ describe('QueueExecutor with two workers', () => {
       const sent = job('test_side_effect', { ms: 10, file, tag: 'lost' }, call);
       const outcome = exec.execute(sent, never());
       const queue = exec.queueOf(sent.queue);
-      const id = jobIdFor(sent.round, sent.callIndex);
+      const id = callIdFor(sent.round, sent.callIndex);
       await waitFor(async () => (await queue.getJob(id)) !== undefined);
       const redis = new Redis(server.url);
       closers.push(async () => redis.disconnect());

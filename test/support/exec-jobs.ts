@@ -18,7 +18,7 @@ export function execJob(
     tenant: 't1',
     run: 'r1',
     round: `rnd_${seq}${randomBytes(3).toString('hex')}`,
-    callId: `call_${seq}`,
+    toolCallId: `call_${seq}`,
     callIndex: 0,
     name,
     args,

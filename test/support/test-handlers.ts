@@ -27,7 +27,7 @@ export function registerExtSleepTools(registry: HandlerRegistry): HandlerRegistr
 /** Args `{ms, file?, tag?}`: records `start <pid> <tag>`, sleeps `ms` (or until aborted, recording `aborted <tag>`). */
 const sleepHandler: Handler = async function testSleep(args, ctx) {
   const file = typeof args.file === 'string' ? args.file : undefined;
-  const tag = typeof args.tag === 'string' ? args.tag : ctx.callId;
+  const tag = typeof args.tag === 'string' ? args.tag : ctx.toolCallId;
   const record = (line: string) => {
     if (file) appendFileSync(file, `${line}\n`);
   };

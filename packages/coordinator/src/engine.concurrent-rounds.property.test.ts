@@ -84,7 +84,7 @@ describe('properties of rounds of one run submitted together', () => {
         for (const a of serial) {
           for (const b of serial) {
             if (a !== b && a.job.run === b.job.run)
-              expect(overlap(a, b), `${a.job.callId} / ${b.job.callId}`).toBe(false);
+              expect(overlap(a, b), `${a.job.toolCallId} / ${b.job.toolCallId}`).toBe(false);
           }
         }
       }),

@@ -111,7 +111,7 @@ describe('properties of a round', () => {
         const results = out.flatMap((o) => o.response.results);
         const ran = results.filter((r) => r.ranOn === 'fake');
         expect(ex.started).toHaveLength(ran.length);
-        const ranIds = new Set(ex.started.map((j) => j.callId));
+        const ranIds = new Set(ex.started.map((j) => j.toolCallId));
         for (const r of results.filter((x) => x.status === 'deduped' || x.status === 'cached')) {
           expect(ranIds.has(r.id)).toBe(false);
         }

@@ -11,7 +11,12 @@ export interface ExecJob {
   tenant: string;
   run: string;
   round: string;
-  callId: string;
+  /**
+   * The model's id for this tool call (the request's `id` / `call_id` / `tool_use_id`), as the
+   * API's confirmations, inputs and events name `callId`. Not the call id across the seam: that is
+   * `callIdFor(round, callIndex)` (ARCHITECTURE.md glossary).
+   */
+  toolCallId: string;
   callIndex: number;
   name: string;
   args: Record<string, unknown>;
@@ -33,6 +38,17 @@ export interface ExecJob {
    * written in case the round cuts it (when longer than `standbyOver`). Absent: the output goes as it is.
    */
   resultBudget?: JobBudget;
+}
+
+/**
+ * A call's id across the coordinator/worker seam (ARCHITECTURE.md glossary): `<round>-<call index>`,
+ * unique across rounds. It keys the call's outcome, cancel mark, answers and results-stream entries,
+ * and is the BullMQ job id of a call enqueued alone (`batchJobIdFor`), so BullMQ forbids ':' in it.
+ */
+export function callIdFor(round: string, callIndex: number): string {
+  if (round.includes(':'))
+    throw new Error(`round id ${JSON.stringify(round)} contains ':', which BullMQ job ids cannot`);
+  return `${round}-${callIndex}`;
 }
 
 export type ExecOutcome =
@@ -80,6 +96,9 @@ export interface HandlerContext {
   tenant: string;
   run: string;
   round: string;
+  /** The model's id for this tool call (ExecJob.toolCallId). */
+  toolCallId: string;
+  /** @deprecated The same as `toolCallId` (the model's id, not the seam's call id); kept for handlers written before it. */
   callId: string;
   /**
    * The call's idempotency key (API.md "keys for side effects"): the same on every retry of its

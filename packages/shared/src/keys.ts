@@ -37,7 +37,7 @@ export interface RedisKeys {
   /**
    * String: a call's ExecOutcome JSON, written once by the worker that ran it (or reported it
    * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it. Under the coordinator that
-   * first enqueued the call (ExecJob.origin); call ids (jobIdFor) are unique across rounds.
+   * first enqueued the call (ExecJob.origin); call ids (callIdFor) are unique across rounds.
    */
   outcome(origin: string, callId: string): string;
   /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its outcome key. */

@@ -16,7 +16,7 @@ const call = (round: string, callIndex: number, over: Partial<ExecJob> = {}): Ex
   tenant: 't1',
   run: 'r1',
   round,
-  callId: `c${callIndex}`,
+  toolCallId: `c${callIndex}`,
   callIndex,
   name: 'read_files',
   args: { paths: [`f${callIndex}.txt`] },
@@ -35,7 +35,7 @@ describe('job data (encodeQueuedJob, parseQueuedJob)', () => {
   it('leaves out what a round’s calls share, and reads the calls back exactly', () => {
     const j = job([0, 1, 2, 3, 4].map((i) => call('rnd_a', i)));
     const data = encodeQueuedJob(j);
-    expect(data.calls[1]).toEqual({ callId: 'c1', callIndex: 1, name: 'read_files', args: { paths: ['f1.txt'] } });
+    expect(data.calls[1]).toEqual({ toolCallId: 'c1', callIndex: 1, name: 'read_files', args: { paths: ['f1.txt'] } });
     expect(JSON.stringify(data).length).toBeLessThan(JSON.stringify(j).length * 0.65);
     expect(roundTrip(j)).toEqual(j);
   });
@@ -56,6 +56,13 @@ describe('job data (encodeQueuedJob, parseQueuedJob)', () => {
   it('reads job data written in full (by a coordinator of an earlier version)', () => {
     const j = job([call('rnd_a', 0), call('rnd_a', 1)]);
     expect(parseQueuedJob(JSON.parse(JSON.stringify(j)))).toEqual(j);
+  });
+
+  it('reads calls that name the model’s id callId (a coordinator of before 1.3) as toolCallId', () => {
+    const j = job([call('rnd_a', 0), call('rnd_a', 1)]);
+    const old = encodeQueuedJob(j);
+    old.calls = old.calls.map(({ toolCallId, ...rest }) => ({ ...rest, callId: toolCallId }) as Partial<ExecJob>);
+    expect(parseQueuedJob(JSON.parse(JSON.stringify(old)))).toEqual(j);
   });
 
   it('refuses data that is not a job: a first call missing a field, calls of two queues, no calls', () => {

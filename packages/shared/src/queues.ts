@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { DEFAULT_FINISHED_JOB_RETENTION_MS, DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS } from './config.js';
 import {
+  callIdFor,
   type ExecJob,
   type ExecOutcome,
   failedOutcome,
@@ -137,7 +138,7 @@ export const RUNNING_MARK = 'running ';
 
 /** Published on RedisKeys.cancelChannel: abort that call wherever it runs. */
 export interface CancelMessage {
-  /** The call's id (jobIdFor). */
+  /** The call's id (callIdFor). */
   callId: string;
   queue: QueueClass;
 }
@@ -199,28 +200,23 @@ export interface WorkerAnnouncement {
   mcp?: McpServerStatus[];
 }
 
-/** Idempotent enqueue: one BullMQ job id per (round, call index). BullMQ forbids ':' in custom ids. */
-export function jobIdFor(round: string, callIndex: number): string {
-  if (round.includes(':'))
-    throw new Error(`round id ${JSON.stringify(round)} contains ':', which BullMQ job ids cannot`);
-  return `${round}-${callIndex}`;
-}
+export { callIdFor };
 
 /**
- * BullMQ job id of calls of one round enqueued together: the call's own id (jobIdFor) for one
+ * BullMQ job id of calls of one round enqueued together: the call's own id (callIdFor) for one
  * call, `<round>-<i>.<j>…` for a batch. The same calls always get the same id.
  */
 export function batchJobIdFor(round: string, callIndexes: readonly number[]): string {
   const [first, ...more] = callIndexes;
   if (first === undefined) throw new Error('a batch needs at least one call');
-  return more.length === 0 ? jobIdFor(round, first) : `${jobIdFor(round, first)}.${more.join('.')}`;
+  return more.length === 0 ? callIdFor(round, first) : `${callIdFor(round, first)}.${more.join('.')}`;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function isExecJob(job: unknown): job is ExecJob {
   if (!isObject(job)) return false;
-  const strings = ['session', 'tenant', 'run', 'round', 'callId', 'name', 'workspace'] as const;
+  const strings = ['session', 'tenant', 'run', 'round', 'toolCallId', 'name', 'workspace'] as const;
   if (strings.some((k) => typeof job[k] !== 'string')) return false;
   if (typeof job.callIndex !== 'number' || typeof job.timeoutMs !== 'number' || !isObject(job.args)) return false;
   if (job.origin !== undefined && typeof job.origin !== 'string') return false;
@@ -274,11 +270,18 @@ export function parseQueuedJob(data: unknown): QueuedJob | undefined {
       for (const k of SHARED_FIELDS) call[k] = prev[k];
       for (const k in raw) call[k] = raw[k];
     }
+    if (!('toolCallId' in call) && typeof call.callId === 'string') call = fromNamedCallId(call);
     if (!isExecJob(call) || (prev && call.queue !== prev.queue)) return undefined;
     calls.push(call);
     prev = call;
   }
   return { calls, replyTo: data.replyTo, coordinator: data.coordinator };
+}
+
+/** A call from a coordinator of before 1.3, which named the model's id `callId`: the same call with `toolCallId`. */
+function fromNamedCallId(call: Record<string, unknown>): Record<string, unknown> {
+  const { callId, ...rest } = call;
+  return { ...rest, toolCallId: callId };
 }
 
 /** Narrows a decoded outcome (from a results message or an outcome key); undefined when malformed. */

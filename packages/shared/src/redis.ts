@@ -22,11 +22,11 @@ export type {
 export {
   batchJobIdFor,
   CANCEL_TTL_MS,
+  callIdFor,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
   failedJobVerdict,
   JOB_LOCK_MS,
-  jobIdFor,
   MAX_STALLED,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,

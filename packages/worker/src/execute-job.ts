@@ -9,6 +9,7 @@ import type {
   InputRequester,
 } from '@tool-dispatch/shared';
 import {
+  callIdFor,
   DEFAULT_TOOL_TIMEOUT_MS,
   failedOutcome,
   failureKindOf,
@@ -92,10 +93,16 @@ export async function runJob(
     kind: SpanKind.CONSUMER,
     parent: extractContext(job.trace),
     attributes: {
-      ...callAttributes({ session: job.session, run: job.run, round: job.round, callId: job.callId, name: job.name }),
+      ...callAttributes({
+        session: job.session,
+        run: job.run,
+        round: job.round,
+        toolCallId: job.toolCallId,
+        name: job.name,
+      }),
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
       [ATTR_QUEUE_CLASS]: job.queue,
-      [ATTR_MESSAGING_MESSAGE_ID]: `${job.round}-${job.callIndex}`,
+      [ATTR_MESSAGING_MESSAGE_ID]: callIdFor(job.round, job.callIndex),
       ...options.spanAttributes,
     },
   };
@@ -211,7 +218,8 @@ function contextFor(job: ExecJob, stop: DeadlineSignal, timeoutMs: number, confi
     tenant: job.tenant,
     run: job.run,
     round: job.round,
-    callId: job.callId,
+    toolCallId: job.toolCallId,
+    callId: job.toolCallId,
     idempotencyKey: idempotencyKeyOf(job),
     timeoutMs,
     config,

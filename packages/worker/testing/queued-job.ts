@@ -12,7 +12,7 @@ export function queuedJobOf(keys: RedisKeys, name: string, args: readonly Record
     tenant: 't1',
     run: 'r1',
     round,
-    callId: `call_${i}`,
+    toolCallId: `call_${i}`,
     callIndex: i,
     name,
     args: a,

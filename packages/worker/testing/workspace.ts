@@ -22,6 +22,7 @@ export function makeContext(
     tenant: 'default',
     run: 'r1',
     round: 'rnd_1',
+    toolCallId: 'c1',
     callId: 'c1',
     idempotencyKey: 'td_test_c1',
     timeoutMs: 60_000,

@@ -106,7 +106,7 @@ function waitHooks(tracing: Tracing): Pick<EngineHooks, 'confirmWait' | 'waited'
         startTimeMs: wait.startMs,
         endTimeMs: wait.endMs,
         attributes: {
-          ...callAttributes({ callId: call.call.id, name: call.name }),
+          ...callAttributes({ toolCallId: call.call.id, name: call.name }),
           [ATTR_WAIT_REASON]: wait.reason,
           ...(wait.limit ? { [ATTR_WAIT_LIMIT]: wait.limit } : {}),
           [ATTR_QUEUE_CLASS]: call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
@@ -115,7 +115,7 @@ function waitHooks(tracing: Tracing): Pick<EngineHooks, 'confirmWait' | 'waited'
     findTools: (call, answer) =>
       tracing.tracer.startActiveSpan(
         SPAN_FIND_TOOLS,
-        { attributes: callAttributes({ callId: call.call.id, name: call.name }) },
+        { attributes: callAttributes({ toolCallId: call.call.id, name: call.name }) },
         function findToolsSpan(span) {
           try {
             const out = answer();
@@ -138,7 +138,7 @@ function answeredSpan(tracing: Tracing, call: PlannedCall, ref: RoundRef, result
   const span = tracing.tracer.startSpan(executeSpanName(call.name), {
     kind: SpanKind.INTERNAL,
     attributes: {
-      ...callAttributes({ ...ref, callId: call.call.id, name: call.name }),
+      ...callAttributes({ ...ref, toolCallId: call.call.id, name: call.name }),
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
       [ATTR_QUEUE_CLASS]: call.spec?.concurrency === 'concurrent' ? 'concurrent' : 'serial',
     },

@@ -20,7 +20,7 @@ export function jobOf(p: PlannedCall, ctx: RoundContext, executed = 1): ExecJob 
     tenant: session.tenant,
     run: ref.run,
     round: ref.round,
-    callId: p.call.id,
+    toolCallId: p.call.id,
     callIndex: p.call.index,
     name: p.name,
     args: p.args,

@@ -93,15 +93,16 @@ export function callAttributes(call: {
   session?: string;
   run?: string;
   round?: string;
-  callId: string;
+  /** The model's id for the call (ExecJob.toolCallId). */
+  toolCallId: string;
   name: string;
 }): Attributes {
   return {
     ...(call.session === undefined ? {} : { [ATTR_SESSION]: call.session }),
     ...(call.run === undefined ? {} : { [ATTR_RUN]: call.run }),
     ...(call.round === undefined ? {} : { [ATTR_ROUND]: call.round }),
-    [ATTR_CALL_ID]: call.callId,
-    [ATTR_GEN_AI_TOOL_CALL_ID]: call.callId,
+    [ATTR_CALL_ID]: call.toolCallId,
+    [ATTR_GEN_AI_TOOL_CALL_ID]: call.toolCallId,
     [ATTR_GEN_AI_TOOL_NAME]: call.name,
   };
 }

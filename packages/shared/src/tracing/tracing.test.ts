@@ -178,7 +178,7 @@ describe('when tracing is on', () => {
   it('sets td.status and error.type on an execute span whose call ended error', async () => {
     const t = start();
     await t.withSpan(
-      { name: 'execute run_command', attributes: callAttributes({ callId: 'c1', name: 'run_command' }) },
+      { name: 'execute run_command', attributes: callAttributes({ toolCallId: 'c1', name: 'run_command' }) },
       (span) => setSpanResult(span, { status: 'error', error: { code: 'timeout', message: 'deadline passed' } }),
     );
     const [span] = exporter.getFinishedSpans();

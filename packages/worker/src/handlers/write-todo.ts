@@ -19,7 +19,7 @@ export async function writeTodo(args: Record<string, unknown>, ctx: HandlerConte
   const target = await resolveInWorkspace(ctx.workspace, TODO_FILE);
   await mkdir(path.dirname(target), { recursive: true });
   // Write then rename, so two concurrent calls never leave a torn file.
-  const temp = `${target}.${process.pid}.${ctx.callId}.tmp`;
+  const temp = `${target}.${process.pid}.${ctx.toolCallId}.tmp`;
   await writeFile(temp, `${JSON.stringify({ items }, null, 2)}\n`);
   await rename(temp, target);
   return { items };

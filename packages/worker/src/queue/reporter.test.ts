@@ -1,6 +1,6 @@
 import type { ExecOutcome } from '@tool-dispatch/shared';
 import {
-  jobIdFor,
+  callIdFor,
   parseResultsEntry,
   type RedisClient,
   RUNNING_MARK,
@@ -32,7 +32,7 @@ function setUp(calls = 2) {
     Array.from({ length: calls }, () => ({})),
   );
   const round = queued.calls[0]?.round ?? '';
-  const ref = (i: number) => ({ callId: jobIdFor(round, i), origin: 'c-1' });
+  const ref = (i: number) => ({ callId: callIdFor(round, i), origin: 'c-1' });
   return { keys, reporter, queued, ref, round };
 }
 
@@ -88,7 +88,7 @@ describe('Reporter', () => {
 
   it('records in another namespace first, then sends, for a call whose outcome key is not beside the stream', async () => {
     const { reporter, queued, keys, round } = setUp(1);
-    const taken = { callId: jobIdFor(round, 0), origin: 'c-0' };
+    const taken = { callId: callIdFor(round, 0), origin: 'c-0' };
     await reporter.forJob(queued, 'job-1')(taken, ok('a'));
     await reporter.forJob(queued, 'job-2')(taken, ok('b'));
     expect(JSON.parse((await redis.get(keys.outcome('c-0', taken.callId))) as string)).toEqual(ok('a'));

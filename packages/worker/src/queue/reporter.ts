@@ -1,10 +1,10 @@
 import { type ExecOutcome, failedOutcome, type QueueClass } from '@tool-dispatch/shared';
 import {
+  callIdFor,
   DuePerKey,
   failedJobVerdict,
   isNotDurable,
   isRedisRefusal,
-  jobIdFor,
   OUTCOME_TTL_MS,
   outcomeFields,
   parseQueuedJob,
@@ -179,7 +179,7 @@ export class Reporter {
     const durationMs = bullJob.processedOn ? Math.max(0, Date.now() - bullJob.processedOn) : 0;
     await Promise.all(
       queued.calls.map((call) => {
-        const ref = { callId: jobIdFor(call.round, call.callIndex), origin: call.origin ?? queued.coordinator };
+        const ref = { callId: callIdFor(call.round, call.callIndex), origin: call.origin ?? queued.coordinator };
         return report(ref, failedJobVerdict(call, error.message, durationMs));
       }),
     );

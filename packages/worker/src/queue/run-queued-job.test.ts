@@ -1,6 +1,6 @@
 import type { ExecOutcome } from '@tool-dispatch/shared';
 import {
-  jobIdFor,
+  callIdFor,
   parseResultsEntry,
   type QueuedJob,
   type RedisClient,
@@ -30,10 +30,10 @@ function recordingRegistry() {
   const finished: string[] = [];
   const registry = new HandlerRegistry();
   registry.register('note', async (args, ctx) => {
-    ran.push(ctx.callId);
+    ran.push(ctx.toolCallId);
     await new Promise((r) => setTimeout(r, Number(args.ms ?? 0)));
-    finished.push(ctx.callId);
-    return { noted: ctx.callId };
+    finished.push(ctx.toolCallId);
+    return { noted: ctx.toolCallId };
   });
   return { registry, ran, finished };
 }
@@ -76,7 +76,7 @@ describe('runQueuedJob', () => {
     const queued = jobOf(keys, [0, 300]);
     // The results stream is a plain string: every report to it fails (WRONGTYPE).
     await redis.set(queued.replyTo, 'not a stream');
-    const ids = queued.calls.map((c) => jobIdFor(c.round, c.callIndex));
+    const ids = queued.calls.map((c) => callIdFor(c.round, c.callIndex));
     const run = runQueuedJob(contextOf(keys, registry), queued, carrier('job-1'), new AbortController().signal, true);
     await expect(run).rejects.toThrow(/WRONGTYPE/);
     // The slow call finished although the fast one's report had already failed.
@@ -90,7 +90,7 @@ describe('runQueuedJob', () => {
     const keys = redisKeys(randomPrefix());
     const { registry, ran } = recordingRegistry();
     const queued = jobOf(keys, [0, 0]);
-    const ids = queued.calls.map((c) => jobIdFor(c.round, c.callIndex)) as [string, string];
+    const ids = queued.calls.map((c) => callIdFor(c.round, c.callIndex)) as [string, string];
     await redis.set(keys.cancel('c-1', ids[0]), '1');
     const outcomes = await runQueuedJob(
       contextOf(keys, registry),
@@ -113,7 +113,7 @@ describe('runQueuedJob', () => {
     const keys = redisKeys(randomPrefix());
     const { registry, ran } = recordingRegistry();
     const queued = jobOf(keys, [0]);
-    const id = jobIdFor(queued.calls[0]?.round as string, 0);
+    const id = callIdFor(queued.calls[0]?.round as string, 0);
     const before: ExecOutcome = { status: 'ok', output: 'before', durationMs: 1, ranOn: 'w-0' };
     await redis.set(keys.outcome('c-1', id), JSON.stringify(before));
     const outcomes = await runQueuedJob(

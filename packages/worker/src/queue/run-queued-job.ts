@@ -1,6 +1,6 @@
 import type { ExecJob, ExecOutcome, QueueClass } from '@tool-dispatch/shared';
 import { failedOutcome } from '@tool-dispatch/shared';
-import { jobIdFor, parseOutcome, type QueuedJob, tryParseJson } from '@tool-dispatch/shared/redis';
+import { callIdFor, parseOutcome, type QueuedJob, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { Job } from 'bullmq';
 import { StartCallsStatus } from './lua/startCalls-2n.lua.js';
 import type { CallRef, CallStart, ReportFn } from './reporter.js';
@@ -54,7 +54,7 @@ export async function runQueuedJob(
 ): Promise<Record<string, ExecOutcome>> {
   const calls: QueuedCall[] = queued.calls.map((job) => ({
     job,
-    callId: jobIdFor(job.round, job.callIndex),
+    callId: callIdFor(job.round, job.callIndex),
     origin: job.origin ?? queued.coordinator,
     stop: new AbortController(),
   }));

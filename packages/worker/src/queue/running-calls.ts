@@ -1,5 +1,5 @@
 /**
- * Calls running here, by call id (jobIdFor), so a cancel message reaches the one it names. A call
+ * Calls running here, by call id (callIdFor), so a cancel message reaches the one it names. A call
  * id may be held by two jobs at once on one worker (a takeover's job beside the original, one of
  * them finding the other running it): the cancel reaches both, and one ending leaves the other.
  */

@@ -1,4 +1,4 @@
-import { jobIdFor, type RedisKeys } from '@tool-dispatch/shared/redis';
+import { callIdFor, type RedisKeys } from '@tool-dispatch/shared/redis';
 import { getOrCreate } from '../../support/maps.js';
 import { type RedisClient, runScript } from '../../support/redis-client.js';
 import { shortenOutcomesScript } from './lua/shortenOutcomes-n.lua.js';
@@ -23,7 +23,7 @@ export class CommittedOutcomes {
   /** Notes the outcome keys of a committed round's calls, in `namespace`. */
   add(namespace: string, round: string, callIndexes: readonly number[]): void {
     const keys = getOrCreate(this.due, namespace, () => []);
-    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, jobIdFor(round, i)));
+    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, callIdFor(round, i)));
   }
 
   /** Shortens every key noted so far. */

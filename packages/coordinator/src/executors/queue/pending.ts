@@ -9,7 +9,7 @@ export const MAX_CALLS_PER_JOB = MAX_JOB_CALLS;
 /** A call this coordinator waits on: enqueued (or gathering), its outcome not yet here. */
 export interface Pending {
   job: ExecJob;
-  /** The call's id (jobIdFor): its outcome key, cancel mark and results messages. */
+  /** The call's id (callIdFor): its outcome key, cancel mark and results messages. */
   callId: string;
   /** Whose namespace holds its outcome key and cancel mark (ExecJob.origin). */
   origin: string;

@@ -15,12 +15,12 @@ import {
 import {
   CANCEL_TTL_MS,
   type CancelMessage,
+  callIdFor,
   coalesceWrites,
   connectRedis,
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
-  jobIdFor,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   type RedisClient,
@@ -188,7 +188,7 @@ export class QueueExecutor implements Executor {
     const started = Date.now();
     const cancelled = (): ExecOutcome => failedOutcome('run_cancelled', 'the call was cancelled', Date.now() - started);
     if (signal.aborted) return cancelled();
-    const callId = jobIdFor(job.round, job.callIndex);
+    const callId = callIdFor(job.round, job.callIndex);
     const joined = this.pending.get(callId);
     if (joined) return raceAbort(joined.promise, signal, cancelled);
 
