@@ -195,6 +195,31 @@ export interface RoundContext {
   origin?: string;
 }
 
+/**
+ * (v1.3) A run's places asked for in the round's begin step (Store.beginRound), in the session's
+ * slot: taken there, one per ticket, only when all are free and no call waits for one (else each
+ * call asks Limits in turn). The keys are the run limit's (RedisLimits' layout).
+ */
+export interface RunPlacesAsk {
+  /** The limit's held places (ZSET ticket → lease end) and its waiters. */
+  held: string;
+  wait: string;
+  /** The run's places in all (MAX_CONCURRENT_TOOLS). */
+  concurrency: number;
+  /** Each place's lease, and the limit keys' TTL. */
+  leaseMs: number;
+  keyTtlMs: number;
+  /** One per call of the round (`<round>:<index>`), the names its calls ask under. */
+  tickets: string[];
+}
+
+/** (v1.3) The places a round's commit gives back in the same step (Store.commitRound): those no call gave back before. */
+export interface RunPlacesGive {
+  held: string;
+  wait: string;
+  tickets: string[];
+}
+
 /** Who answers a parked call (API.md "Parked calls"): a person (`interactive`) or the agent backend's client. */
 export type InputKind = 'interactive' | 'client' | 'elicitation';
 

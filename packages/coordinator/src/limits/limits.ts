@@ -1,4 +1,4 @@
-import type { RoundRef } from '../model.js';
+import type { RoundRef, RunPlacesAsk, RunPlacesGive } from '../model.js';
 import type { LimitNow } from '../rules/named-limits.js';
 
 /**
@@ -50,7 +50,7 @@ export interface Limits {
    * The places now, without a promise, when this implementation can tell at once that they are
    * free (memory); undefined when the call must `acquire`.
    */
-  tryAcquire(stages: readonly LimitStage[]): LimitRelease | undefined;
+  tryAcquire(stages: readonly LimitStage[], ticket?: string): LimitRelease | undefined;
   /**
    * The places, once each stage grants one in turn; rejects with `signal`'s reason when it aborts
    * first. `ticket` names the call's places (its round and index): a coordinator taking a round
@@ -70,7 +70,30 @@ export interface Limits {
   peek(stages: readonly LimitStage[]): Promise<LimitNow[]>;
   /** Stops renewing leases and drops every wait (they reject); places held lapse with their lease. */
   close(): Promise<void>;
+  /**
+   * (v1.3) A round's run places taken in the store's begin step (`RunPlacesAsk`, one per ticket:
+   * `runTicketOf`), or undefined where they are not (memory: `tryAcquire` is free already).
+   */
+  askAtBegin?(stage: LimitStage, tickets: readonly string[]): RunPlacesAsk | undefined;
+  /**
+   * (v1.3) The begin took `ask`'s places: each is its call's (`tryAcquire` under its ticket finds
+   * it) and is renewed meanwhile. A place given back early, at a call's end or unused, only when
+   * some call waits at the limit (this process's, or another's, heard over pub/sub); else at the
+   * commit (`giveBackAtCommit`).
+   */
+  took?(round: string, ask: RunPlacesAsk): void;
+  /** (v1.3) The places the round's commit gives back in its step: those not given back already (undefined: none). */
+  giveBackAtCommit?(round: string): RunPlacesGive | undefined;
+  /**
+   * (v1.3) The round is over. `committed`: its commit gave back what `giveBackAtCommit` named
+   * (`waiters`: calls wait at the limit, woken now); without it (fenced, failed) everything it
+   * still holds is given back now. Idempotent.
+   */
+  roundEnded?(round: string, committed?: { waiters: boolean }): void;
 }
+
+/** The name of a call's places (its round and index): the same for a coordinator taking the round over. */
+export const runTicketOf = (round: string, index: number): string => `${round}:${index}`;
 
 /** What a call of a run asks for: a place of the run's limit, and for a serial call its serial lane too. */
 export type RunPlace = 'concurrent' | 'serial';

@@ -7,6 +7,13 @@ import type { LimitStage } from './limits.js';
 import { scopeKey } from './limits.js';
 import { parsePeekLimitReply, peekLimitScript } from './lua/peekLimit-2.lua.js';
 
+/** Stages of one scope in a row: taken in one script (they share a hash slot). */
+export interface Group {
+  stages: LimitStage[];
+  /** Each stage's key base (RedisKeys.limit). */
+  bases: string[];
+}
+
 /** Calls asking for the same stages (bases and concurrencies) share a batch. */
 export const batchKey = (bases: readonly string[], stages: readonly LimitStage[]) =>
   stages.map((s, i) => `${bases[i]}\u0000${stageArg(s)}`).join('\u0001');

@@ -3,13 +3,17 @@ import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
-import { type LimitRelease, type RunPlace, runStages } from './limits.js';
+import type { SessionState } from '../model.js';
+import { RedisStore } from '../store/redis.js';
+import { type LimitRelease, type LimitStage, type RunPlace, runStages, runTicketOf } from './limits.js';
 import { RedisLimits } from './redis.js';
 
 // DESIGN.md pass 2 across coordinators: whatever the interleaving of rounds of one run on two
 // coordinators, cancels of the run and coordinators killed (SIGKILL: no release goes out), a run
 // never has more than MAX_CONCURRENT_TOOLS calls in flight nor two serial calls at once, and
 // every call of a live coordinator is granted or cancelled in the end (nothing stays blocked).
+// (v1.3) Some rounds take their places in their begin step (RedisStore.beginRound, when free and
+// none wait) and give back what is left in their commit step, as the engine does.
 
 const MAX = 5;
 const LEASE_MS = 300;
@@ -21,7 +25,7 @@ useRedis((server) => {
 });
 
 type Op =
-  | { kind: 'round'; on: 0 | 1; calls: { place: RunPlace; holdMs: number }[] }
+  | { kind: 'round'; on: 0 | 1; begun: boolean; calls: { place: RunPlace; holdMs: number }[] }
   | { kind: 'cancel' }
   | { kind: 'kill'; which: 0 | 1 }
   | { kind: 'pause'; ms: number };
@@ -32,6 +36,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('round' as const),
       on: fc.constantFrom(0 as const, 1 as const),
+      begun: fc.boolean(),
       calls: fc.array(
         fc.record({
           place: fc.constantFrom<RunPlace>('concurrent', 'concurrent', 'serial'),
@@ -53,6 +58,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 interface Coordinator {
   redis: Redis;
   limits: RedisLimits;
+  store: RedisStore;
   alive: boolean;
   /** The places of its calls in flight. */
   running: Set<{ place: RunPlace }>;
@@ -80,15 +86,19 @@ async function play(prefix: string, ops: readonly Op[]): Promise<Probe> {
   const probe = new Probe();
   const spawn = (): Coordinator => {
     const redis = new Redis(url);
-    return { redis, limits: new RedisLimits({ redis, prefix, leaseMs: LEASE_MS }), alive: true, running: new Set() };
+    const limits = new RedisLimits({ redis, prefix, leaseMs: LEASE_MS });
+    return { redis, limits, store: new RedisStore({ redis, prefix }), alive: true, running: new Set() };
   };
+  let rounds = 0;
   const coordinators = [spawn(), spawn()];
+  await coordinators[0]?.store.putSession(sessionOf(ref.session));
   let run = new AbortController();
   const calls: Promise<void>[] = [];
-  const oneCall = async (c: Coordinator, place: RunPlace, holdMs: number, signal: AbortSignal) => {
+  const oneCall = async (c: Coordinator, place: RunPlace, holdMs: number, signal: AbortSignal, ticket: string) => {
     let release: LimitRelease;
     try {
-      release = await c.limits.acquire(runStages(ref, place, MAX), signal);
+      const stages = runStages(ref, place, MAX);
+      release = c.limits.tryAcquire(stages, ticket) ?? (await c.limits.acquire(stages, signal, undefined, ticket));
     } catch {
       return; // cancelled, or its coordinator died while it waited
     }
@@ -104,17 +114,21 @@ async function play(prefix: string, ops: readonly Op[]): Promise<Probe> {
   };
   /** A round's pass 2: consecutive concurrent calls as one batch, each serial call alone. */
   const oneRound = async (c: Coordinator, round: Extract<Op, { kind: 'round' }>, signal: AbortSignal) => {
+    const id = `rnd_${rounds++}`;
+    // A begin cut short by its coordinator's death: its calls then find the coordinator gone.
+    const begun = round.begun ? await begin(c, id, round.calls.length).catch(() => false) : false;
     let batch: Promise<void>[] = [];
-    for (const call of round.calls) {
+    for (const [i, call] of round.calls.entries()) {
       if (call.place === 'concurrent') {
-        batch.push(oneCall(c, 'concurrent', call.holdMs, signal));
+        batch.push(oneCall(c, 'concurrent', call.holdMs, signal, runTicketOf(id, i)));
         continue;
       }
       await Promise.all(batch);
       batch = [];
-      await oneCall(c, 'serial', call.holdMs, signal);
+      await oneCall(c, 'serial', call.holdMs, signal, runTicketOf(id, i));
     }
     await Promise.all(batch);
+    if (begun && c.alive) await commit(c, id).catch(() => c.limits.roundEnded(id));
   };
   for (const op of ops) {
     if (op.kind === 'pause') await new Promise((r) => setTimeout(r, op.ms));
@@ -148,6 +162,40 @@ async function play(prefix: string, ops: readonly Op[]): Promise<Probe> {
   return probe;
 }
 
+/** Rounds whose begin took their places, over every run of the property (it must not be vacuous). */
+let placesTakenAtBegin = 0;
+
+/** The round's begin step with its places (RedisStore.beginRound): true when it took them. */
+async function begin(c: Coordinator, round: string, calls: number): Promise<boolean> {
+  const tickets = Array.from({ length: calls }, (_, i) => runTicketOf(round, i));
+  const places = c.limits.askAtBegin(runStages(ref, 'concurrent', MAX)[0] as LimitStage, tickets);
+  if (!places) return false;
+  const begun = await c.store.beginRound({ ...ref, round, idempotencyKey: undefined, callsHash: '', places });
+  if (begun.kind !== 'new' || !begun.placesTaken || !c.alive) return false;
+  c.limits.took(round, places);
+  placesTakenAtBegin++;
+  return true;
+}
+
+/** The round's commit step, giving back the places its calls did not. */
+async function commit(c: Coordinator, round: string): Promise<void> {
+  const giveBack = c.limits.giveBackAtCommit(round);
+  const out = await c.store.commitRound({
+    ...ref,
+    tenant: 'default',
+    round,
+    items: [],
+    ...(giveBack ? { giveBack } : {}),
+  });
+  c.limits.roundEnded(round, out.waiters === undefined ? undefined : { waiters: out.waiters });
+}
+
+function sessionOf(id: string): SessionState {
+  const at = 1_700_000_000_000;
+  const base = { provider: 'openai' as const, tenant: 'default', autoApprove: [], clientTools: [], fetched: [] };
+  return { id, ...base, loaded: ['find_tools', 'run_tool'], workspace: `/tmp/ws/${id}`, createdAt: at, updatedAt: at };
+}
+
 it('holds both rules of a run across two coordinators through rounds, cancels and kills', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(opArb, { minLength: 4, maxLength: 24 }), async (ops) => {
@@ -157,4 +205,5 @@ it('holds both rules of a run across two coordinators through rounds, cancels an
     }),
     { numRuns: 25, interruptAfterTimeLimit: 150_000 },
   );
+  expect(placesTakenAtBegin).toBeGreaterThan(0);
 }, 200_000);

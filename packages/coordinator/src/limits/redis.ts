@@ -1,16 +1,18 @@
 // long-file: acquire, release, renew and the wake-ups share one per-tick batching state and the waiters of this process; split, each part would need the others' private fields.
 import { newId } from '@tool-dispatch/shared';
 import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
+import type { RunPlacesAsk, RunPlacesGive } from '../model.js';
 import type { LimitNow } from '../rules/named-limits.js';
 import { getOrCreate } from '../support/maps.js';
 import { duplicateClient, type RedisClient, runScript } from '../support/redis-client.js';
+import { BegunPlaces } from './begun-places.js';
 import { HoldTimes } from './hold-times.js';
 import type { LimitRelease, LimitStage, Limits, LimitWait } from './limits.js';
 import { scopeKey } from './limits.js';
 import { type AcquireLimitsReply, acquireLimitsScript, parseAcquireLimitsReply } from './lua/acquireLimits-5n.lua.js';
-import { parseReleaseLimitsReply, releaseLimitsScript } from './lua/releaseLimits-4n.lua.js';
 import { parseRenewLimitReply, renewLimitScript } from './lua/renewLimit-4.lua.js';
-import { acquireKeysOf, batchKey, keysOf, peekLimits, stageArg } from './redis-layout.js';
+import { acquireKeysOf, batchKey, type Group, keysOf, peekLimits, stageArg } from './redis-layout.js';
+import { ReleaseBatches } from './release-batches.js';
 
 export interface RedisLimitsOptions {
   /** A connection the caller owns; duplicated once for the wake-up subscription. */
@@ -26,13 +28,6 @@ export interface RedisLimitsOptions {
   leaseMs?: number;
   /** Infrastructure errors (a release or renewal Redis refused); the lease puts such places right. */
   onError?: (error: Error) => void;
-}
-
-/** Stages of one scope in a row: taken in one script (they share a hash slot). */
-interface Group {
-  stages: LimitStage[];
-  /** Each stage's key base (RedisKeys.limit). */
-  bases: string[];
 }
 
 /** One call's grant, from its first stage to its release. */
@@ -62,6 +57,8 @@ interface TakeBatch {
 interface WakeMessage {
   base: string;
   from: string;
+  /** (v1.3) A call started waiting at `base` (not a place freed): places taken at a begin there go back as their calls end. */
+  waiting?: true;
 }
 
 const CLOSED = 'the coordinator is closing: its limits stopped';
@@ -98,13 +95,9 @@ export class RedisLimits implements Limits {
   private readonly renewal: NodeJS.Timeout;
   private readonly holds = new HoldTimes();
   private readonly takes = new Map<string, TakeBatch>();
-  private readonly gives = new Map<string, { group: Group; tickets: string[] }>();
-  /**
-   * Releases sent and not yet answered, until one is: the first release may meet NOSCRIPT and be
-   * sent again as EVAL, and an acquire sent meanwhile would overtake it on the one connection.
-   */
-  private readonly releasesInFlight = new Set<Promise<unknown>>();
-  private releaseLoaded = false;
+  private readonly releases: ReleaseBatches;
+  /** (v1.3) Rounds' places taken in their begin step. */
+  private readonly begun: BegunPlaces;
 
   constructor(options: RedisLimitsOptions) {
     this.redis = options.redis;
@@ -113,6 +106,18 @@ export class RedisLimits implements Limits {
     this.leaseMs = options.leaseMs ?? 15_000;
     this.keyTtlMs = Math.max(60_000, this.leaseMs * 10);
     this.onError = options.onError ?? (() => {});
+    this.releases = new ReleaseBatches(this.redis, (base) => this.wake(base), this.onError);
+    this.begun = new BegunPlaces({
+      hold: (base, ticket) => getOrCreate(this.live, base, () => new Set()).add(ticket),
+      forget: (base, ticket) => this.unlive(base, ticket),
+      give: (base, concurrency, ticket) => {
+        this.unlive(base, ticket);
+        // The run's one stage: its concurrency is all a release reads of it.
+        const stage: LimitStage = { scope: { limit: base }, name: base, concurrency, reason: 'run_limit' };
+        this.releases.give({ stages: [stage], bases: [base] }, ticket);
+      },
+      wake: (base) => this.wake(base),
+    });
     this.subscriber = duplicateClient(this.redis);
     this.subscriber.on('error', () => {}); // reconnects and resubscribes on its own
     this.subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
@@ -121,15 +126,39 @@ export class RedisLimits implements Limits {
     this.renewal.unref();
   }
 
-  /** Runs `send` after the releases still in flight while the release script may not be loaded (at once after that). */
-  private whenLoaded(send: () => void): void {
-    if (this.releaseLoaded || this.releasesInFlight.size === 0) send();
-    else void Promise.allSettled([...this.releasesInFlight]).then(send);
+  /** Never at once, whether a place is free being Redis's to say; except a place its round took at its begin (`took`). */
+  tryAcquire(stages: readonly LimitStage[], ticket?: string): LimitRelease | undefined {
+    const stage = stages[0];
+    if (ticket === undefined || stages.length !== 1 || !stage) return undefined;
+    return this.begun.claim(this.keys.limit(scopeKey(stage.scope), stage.name), ticket);
   }
 
-  /** Never at once: whether a place is free is Redis's to say. */
-  tryAcquire(): undefined {
-    return undefined;
+  askAtBegin(stage: LimitStage, tickets: readonly string[]): RunPlacesAsk | undefined {
+    // In the session's slot (the store's begin step), no rate, and room for all of them.
+    if (!('session' in stage.scope) || stage.rate || tickets.length === 0 || tickets.length > stage.concurrency)
+      return undefined;
+    const base = this.keys.limit(scopeKey(stage.scope), stage.name);
+    const { leaseMs, keyTtlMs } = this;
+    return {
+      held: `${base}:held`,
+      wait: `${base}:wait`,
+      concurrency: stage.concurrency,
+      leaseMs,
+      keyTtlMs,
+      tickets: [...tickets],
+    };
+  }
+
+  took(round: string, ask: RunPlacesAsk): void {
+    this.begun.took(round, ask.held.slice(0, -':held'.length), ask);
+  }
+
+  giveBackAtCommit(round: string): RunPlacesGive | undefined {
+    return this.begun.giveBackAtCommit(round);
+  }
+
+  roundEnded(round: string, committed?: { waiters: boolean }): void {
+    this.begun.roundEnded(round, committed);
   }
 
   acquire(
@@ -140,6 +169,8 @@ export class RedisLimits implements Limits {
   ): Promise<LimitRelease> {
     if (signal?.aborted) return Promise.reject(signal.reason ?? new Error('aborted'));
     if (this.closed) return Promise.reject(new Error(CLOSED));
+    // Asked one by one under a ticket whose place its round took: the place, held already, is this grant's.
+    if (ticket !== undefined) this.begun.handOver(ticket);
     const grant: Grant = {
       ticket: ticket ?? `${this.owner}:${this.next++}`,
       groups: this.groupsOf(stages),
@@ -248,16 +279,19 @@ export class RedisLimits implements Limits {
         getOrCreate(this.live, base, () => new Set()).add(grant.ticket);
       if (reply.granted > 0) this.stopWaiting(grant, stages[0] as LimitStage);
       grant.held += reply.granted;
-      if (reply.granted < stages.length) return this.wait(grant, bases[reply.granted] as string, reply.due);
+      if (reply.granted < stages.length)
+        return this.wait(grant, bases[reply.granted] as string, stages[reply.granted] as LimitStage, reply.due);
     }
     grant.settle?.();
   }
 
-  private wait(grant: Grant, base: string, dueMs: number): void {
+  private wait(grant: Grant, base: string, stage: LimitStage, dueMs: number): void {
     if (grant.waitingAt !== base) {
       grant.waitingAt = base;
       grant.waitStart = Date.now();
       getOrCreate(this.waiting, base, () => []).push(grant);
+      // Places taken at a begin there (here or elsewhere) now go back as their calls end.
+      if (stage.reason === 'run_limit') this.announceWaiting(base);
     }
     this.checkAt(base, dueMs > 0 ? Math.min(dueMs, this.leaseMs) : this.leaseMs);
   }
@@ -334,13 +368,15 @@ export class RedisLimits implements Limits {
 
   private releaseGroups(grant: Grant): void {
     for (const group of grant.groups) {
-      for (const base of group.bases) {
-        const set = this.live.get(base);
-        set?.delete(grant.ticket);
-        if (set?.size === 0) this.live.delete(base);
-      }
-      this.give(group, grant.ticket);
+      for (const base of group.bases) this.unlive(base, grant.ticket);
+      this.releases.give(group, grant.ticket);
     }
+  }
+
+  private unlive(base: string, ticket: string): void {
+    const set = this.live.get(base);
+    set?.delete(ticket);
+    if (set?.size === 0) this.live.delete(base);
   }
 
   /**
@@ -365,7 +401,7 @@ export class RedisLimits implements Limits {
     this.takes.delete(key);
     const tickets = batch.asks.map((a) => a.ticket);
     const args = [this.leaseMs, this.keyTtlMs, ...batch.stages.map(stageArg), ...tickets];
-    this.whenLoaded(() =>
+    this.releases.whenLoaded(() =>
       runScript(this.redis, acquireLimitsScript, batch.bases.flatMap(acquireKeysOf), args)
         .then((reply) => {
           const replies = parseAcquireLimitsReply(reply, batch.stages.length, tickets.length);
@@ -377,41 +413,6 @@ export class RedisLimits implements Limits {
     );
   }
 
-  /** Gives back one call's places and turn at a group's stages, with the others given back in this tick (one script). */
-  private give(group: Group, ticket: string): void {
-    const key = batchKey(group.bases, group.stages);
-    const batch = this.gives.get(key);
-    if (batch) {
-      batch.tickets.push(ticket);
-      return;
-    }
-    const fresh = { group, tickets: [ticket] };
-    this.gives.set(key, fresh);
-    queueMicrotask(() => {
-      this.gives.delete(key);
-      const args = [...group.stages.map((s) => s.concurrency), ...fresh.tickets];
-      const sent = runScript(this.redis, releaseLimitsScript, group.bases.flatMap(keysOf), args);
-      if (!this.releaseLoaded) this.trackFirstReleases(sent);
-      sent
-        .then((reply) => {
-          for (const i of parseReleaseLimitsReply(reply, group.stages.length)) this.wake(group.bases[i - 1] as string);
-        })
-        .catch((e: unknown) => this.onError(asError(e, 'release')));
-    });
-  }
-
-  /** Holds acquires back behind a release until one release was answered (its script is loaded then). */
-  private trackFirstReleases(sent: Promise<unknown>): void {
-    this.releasesInFlight.add(sent);
-    sent.then(
-      () => {
-        this.releaseLoaded = true;
-        this.releasesInFlight.clear();
-      },
-      () => this.releasesInFlight.delete(sent),
-    );
-  }
-
   /** A place freed at `base`: this coordinator's waiters look now; the others hear it over pub/sub. */
   private wake(base: string): void {
     this.check(base);
@@ -419,10 +420,19 @@ export class RedisLimits implements Limits {
     this.redis.publish(this.keys.limitChannel(), JSON.stringify(message)).catch(() => undefined);
   }
 
+  /** A call waits at `base` now: this coordinator's places taken at a begin there, and every other's, go back as their calls end. */
+  private announceWaiting(base: string): void {
+    this.begun.contended(base);
+    const message: WakeMessage = { base, from: this.owner, waiting: true };
+    this.redis.publish(this.keys.limitChannel(), JSON.stringify(message)).catch(() => undefined);
+  }
+
   private onMessage(channel: string, message: string): void {
     if (channel !== this.keys.limitChannel()) return;
     const parsed = tryParseJson(message) as Partial<WakeMessage> | undefined;
-    if (typeof parsed?.base === 'string' && parsed.from !== this.owner) this.check(parsed.base);
+    if (typeof parsed?.base !== 'string' || parsed.from === this.owner) return;
+    if (parsed.waiting === true) this.begun.contended(parsed.base);
+    else this.check(parsed.base);
   }
 
   /** Pushes back the leases of every place and turn this coordinator has; a waiter whose turn lapsed looks again. */

@@ -1,5 +1,6 @@
 import { type CallResult, RESULT_CACHE_TTL_MS } from '@tool-dispatch/shared';
 import type { EventBus, EventName } from '../events/event-bus.js';
+import type { Limits } from '../limits/limits.js';
 import type { DedupeInvalidation, PlannedCall, RoundContext } from '../model.js';
 import { toolResultData } from '../model.js';
 import { covers, invalidationsOf, pathsNamed } from '../rules/dedupe.js';
@@ -23,6 +24,8 @@ export interface CommitInput {
   now?: () => number;
   /** The path a workspace path reaches through symlinks (`realWorkspacePath`), so a link and its target are one path. */
   resolvePath?: (path: string) => Promise<string | undefined>;
+  /** (v1.3) The run's places the round's begin took, given back in the commit's step (`Limits.giveBackAtCommit`). */
+  limits?: Pick<Limits, 'giveBackAtCommit' | 'roundEnded'> | undefined;
 }
 
 /** What pass 3 writes for one call (DESIGN.md): its history entry, and for `ok`, dedupe, cache and invalidations. */
@@ -163,6 +166,7 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
   if (input.resolvePath) await addLinkedPaths(items, input.resolvePath);
   dropReadsBesideWriters(items, input.planned, input.results);
   staleErrorHistories(items);
+  const giveBack = input.limits?.giveBackAtCommit?.(round);
   const outcome = await input.store.commitRound({
     session,
     tenant: input.tenant,
@@ -171,8 +175,12 @@ export async function storeRound(input: Omit<CommitInput, 'events'>): Promise<Pe
     items,
     ...(input.owner ? { owner: input.owner } : {}),
     ...(input.completed ? { completed: input.completed } : {}),
+    ...(giveBack ? { giveBack } : {}),
   });
   if (outcome.fenced) return null;
+  // Given back with the commit (a store that did not take them gave nothing back: they go now).
+  if (giveBack)
+    input.limits?.roundEnded?.(round, outcome.waiters === undefined ? undefined : { waiters: outcome.waiters });
   return items.map((item) => ({
     name: 'tool.result' as const,
     data: toolResultData(input, input.results[item.callIndex] as CallResult),
@@ -196,7 +204,7 @@ export interface CommitDeps {
  * was fenced: done already, or taken over by another coordinator.
  */
 export function commitPass(
-  deps: Pick<CommitDeps, 'store'>,
+  deps: Pick<CommitDeps, 'store'> & { limits?: Limits },
   ctx: RoundContext,
   planned: readonly PlannedCall[],
   results: readonly CallResult[],
@@ -213,6 +221,7 @@ export function commitPass(
     owner: ctx.owner,
     ...(deps.store.appendsEvents ? { completed: { round, run } } : {}),
     resolvePath: (p) => realWorkspacePath(ctx.session.workspace, p),
+    limits: deps.limits,
   });
 }
 

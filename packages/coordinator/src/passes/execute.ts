@@ -9,7 +9,14 @@ import {
   FAILURES,
   idempotencyKeyOf,
 } from '@tool-dispatch/shared';
-import { type LimitRelease, type LimitStage, type Limits, type LimitWait, runStages } from '../limits/limits.js';
+import {
+  type LimitRelease,
+  type LimitStage,
+  type Limits,
+  type LimitWait,
+  runStages,
+  runTicketOf,
+} from '../limits/limits.js';
 import type { PlannedCall, RoundContext, RoundHooks } from '../model.js';
 import { followerResult } from '../rules/follower-result.js';
 import { deadlineMsOf, jobOf } from '../rules/job-of.js';
@@ -109,12 +116,14 @@ async function admit(
   signal: AbortSignal,
   ticketSuffix: string,
 ): Promise<LimitRelease | undefined> {
-  const now = input.limits.tryAcquire(stages);
+  const named = input.ticketOf?.(call);
+  const ticket = named === undefined ? undefined : named + ticketSuffix;
+  // Free places are taken at once where the limits can tell (memory), or where the round's begin took them (Redis).
+  const now = input.limits.tryAcquire(stages, ticket);
   if (now) return now;
   try {
     const onWait = input.waited ? (wait: LimitWait) => input.waited?.(call, wait) : undefined;
-    const ticket = input.ticketOf?.(call);
-    return await input.limits.acquire(stages, signal, onWait, ticket === undefined ? undefined : ticket + ticketSuffix);
+    return await input.limits.acquire(stages, signal, onWait, ticket);
   } catch (e) {
     // A wait ends early only when it is aborted; anything else (the store unreachable) fails the round.
     if (signal.aborted) return undefined;
@@ -284,7 +293,7 @@ export async function executePass(
     limits: deps.limits,
     stagesOf: (place) => runStages(ctx.ref, place, deps.maxConcurrentTools),
     ...(deps.namedLimits ? namedInput(deps.namedLimits, ctx, deps.hooks) : {}),
-    ticketOf: (p) => `${ctx.ref.round}:${p.call.index}`,
+    ticketOf: (p) => runTicketOf(ctx.ref.round, p.call.index),
     signal: ctx.signal,
     jobOf: (p) => jobOf(p, ctx, toRun.length),
     park: function parkIfAnsweredElsewhere(p) {

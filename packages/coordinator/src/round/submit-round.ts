@@ -1,5 +1,14 @@
 import { assertNever, hashCanonical, newId } from '@tool-dispatch/shared';
-import type { NormalCall, RoundContext, RoundRef, RoundResponse, SessionState, SubmitRoundInput } from '../model.js';
+import { type LimitStage, runStages, runTicketOf } from '../limits/limits.js';
+import type {
+  NormalCall,
+  RoundContext,
+  RoundRef,
+  RoundResponse,
+  RunPlacesAsk,
+  SessionState,
+  SubmitRoundInput,
+} from '../model.js';
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
 import { isDedupable } from '../rules/dedupe.js';
@@ -61,6 +70,7 @@ export async function beginSubmitted(
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
   const started = roundStartedData(ref, calls);
+  const places = placesAtBegin(r.deps, ref, calls);
   let begin: BeginRound;
   try {
     const beginning = store.beginRound({
@@ -71,6 +81,7 @@ export async function beginSubmitted(
       ...(owner ? { owner, calls: stored } : {}),
       ...(store.appendsEvents ? { started } : {}),
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
+      ...(places ? { places } : {}),
     });
     // The listing too: a command the client lost would leave the request waiting for ever.
     const both = tracked ? Promise.all([beginning, tracked]).then(([b]) => b) : beginning;
@@ -94,7 +105,14 @@ export async function beginSubmitted(
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
       const start: RoundStart = { rawCalls: input.calls, read, ...(cancel ? { cancel } : {}) };
       const session = begin.session;
-      return { kind: 'new', ref, run: () => startRound(r, ref, session, start) };
+      if (!places || !begin.placesTaken) return { kind: 'new', ref, run: () => startRound(r, ref, session, start) };
+      const { limits } = r.deps;
+      const run = () => {
+        limits.took?.(ref.round, places);
+        // Whatever its commit did not give back (failed, fenced) goes back once the round is over.
+        return startRound(r, ref, session, start).finally(() => limits.roundEnded?.(ref.round));
+      };
+      return { kind: 'new', ref, run };
     }
     default:
       return assertNever(begin, 'beginRound outcome');
@@ -107,6 +125,15 @@ function callNamesOf(named: RoundCallName[], raw: readonly unknown[]): RoundCall
     const item = raw[i];
     return otherItemOf(item) ? { ...c, item: String((item as { type: unknown }).type) } : c;
   });
+}
+
+/** The run's places to take in the begin's own step, when they are free and none wait (RedisLimits; undefined: memory). */
+function placesAtBegin(deps: RoundDeps, ref: RoundRef, calls: readonly NormalCall[]): RunPlacesAsk | undefined {
+  const stage = runStages(ref, 'concurrent', deps.maxConcurrentTools)[0] as LimitStage;
+  return deps.limits.askAtBegin?.(
+    stage,
+    calls.map((c) => runTicketOf(ref.round, c.index)),
+  );
 }
 
 /** What a retry under the same Idempotency-Key is compared by: the calls after their shape is normalised ('' without a key). */

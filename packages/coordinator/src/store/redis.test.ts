@@ -85,6 +85,32 @@ describe('RedisStore on Redis', () => {
     await deleteKeys(prefix);
   });
 
+  it('pushes a session’s TTL and its histories’ back at most so often, and gives a history it creates its TTL at once', async () => {
+    const prefix = randomPrefix();
+    const store = new RedisStore({ redis, prefix, sessionTtlMs: 3_600_000 }); // pushed back at most once a minute
+    await store.putSession(sessionS1);
+    const entry = (name: string, round: string) => ({
+      callIndex: 0,
+      entry: { id: 'c', name, status: 'ok' as const, durationMs: 1, round, run: 'r1', at: 'x' },
+    });
+    const round = async (id: string, tool: string) => {
+      await store.beginRound({ session: 's1', run: 'r1', round: id, idempotencyKey: undefined, callsHash: '' });
+      await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: id, items: [entry(tool, id)] });
+    };
+    await round('rnd1', 'calculate'); // the first of each: pushed back
+    const k = (suffix: string) => `${prefix}:{s:s1}:${suffix}`;
+    for (const key of [k('session'), k('history'), k('hist:calculate')]) await redis.pexpire(key, 100_000);
+    await round('rnd2', 'calculate'); // within the minute: left as they are
+    for (const key of [k('session'), k('history'), k('hist:calculate')]) {
+      const ttl = await redis.pttl(key);
+      expect({ key, pushedBack: ttl > 100_000, expires: ttl > 0 }).toEqual({ key, pushedBack: false, expires: true });
+    }
+    await round('rnd3', 'fetch_page'); // a history new in this commit gets the TTL all the same
+    expect(await redis.pttl(k('hist:fetch_page'))).toBeGreaterThan(3_000_000);
+    expect(await redis.pttl(k('round:r1:rnd3'))).toBeGreaterThan(3_000_000);
+    await deleteKeys(prefix);
+  });
+
   it('answers a beginRound run twice for one round (resent after a reconnect) new both times, writing it once', async () => {
     const prefix = randomPrefix();
     const store = new RedisStore({ redis, prefix, events: {} });

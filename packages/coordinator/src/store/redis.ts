@@ -19,7 +19,6 @@ import type {
   SessionState,
   StoredPlanned,
 } from '../model.js';
-import { resultOf } from '../model.js';
 import { RequestError } from '../request-error.js';
 import { EventStreamWriter } from '../support/event-stream.js';
 import { type RedisClient, runScript } from '../support/redis-client.js';
@@ -28,6 +27,7 @@ import { BeginRoundStatus, beginRoundScript, parseBeginRoundReply } from './lua/
 import { CommitRoundStatus, commitRoundScript, parseCommitRoundReply } from './lua/commitRound-5n.lua.js';
 import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDedupe-2.lua.js';
 import { forgetKeyScript, parseForgetKeyReply } from './lua/forgetKey-1.lua.js';
+import { beginPlacesArgs, commitItemArgs, givenBackArgs, TtlPushBacks } from './redis-commit.js';
 import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
 import { failRound, type RoundsAt, retainRound, roundRecordOf, saveDecisions, takeRound } from './redis-rounds.js';
 import type {
@@ -82,6 +82,8 @@ export class RedisStore implements Store {
   private readonly keys: RedisKeys;
   private readonly ttlMs: number;
   private readonly rounds: RoundsAt;
+  /** The session's TTL at a begin, its histories' at a commit: pushed back at most so often. */
+  private readonly ttlDue: { session: TtlPushBacks; histories: TtlPushBacks };
   private readonly events: EventStreamWriter | undefined;
   readonly appendsEvents: boolean;
   private readonly durability: ReplicaAcks | undefined;
@@ -96,6 +98,7 @@ export class RedisStore implements Store {
     if (!Number.isInteger(retentionMs) || retentionMs < 1)
       throw new Error(`roundRetentionMs must be a positive integer, got ${retentionMs}`);
     this.rounds = { redis: this.redis, retentionMs };
+    this.ttlDue = { session: new TtlPushBacks(ttl), histories: new TtlPushBacks(ttl) };
     this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
     this.appendsEvents = this.events !== undefined;
     this.durability = options.durability?.enabled ? options.durability : undefined;
@@ -229,8 +232,12 @@ export class RedisStore implements Store {
       JSON.stringify(round),
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
-      ...this.itemArgs(session, items, keys),
+      this.ttlDue.histories.take(session),
+      ...givenBackArgs(input.giveBack),
+      ...commitItemArgs(this.keys, session, items, keys),
     ];
+    // The places' keys after the tool histories (their indexes are the items').
+    if (input.giveBack?.tickets.length) keys.push(input.giveBack.held, input.giveBack.wait);
     const committing = runScript(this.redis, commitRoundScript, keys, args);
     // Sent behind the commit on the same connection (no round trip of its own): the retention.
     const retained = retainRound(this.rounds, keys[0] as string);
@@ -242,39 +249,8 @@ export class RedisStore implements Store {
     // retry, which finds what survived.
     await this.durable(keys[0] as string, `round ${round}'s commit`, 'no answer is sent before it is');
     await this.putCachedItems(tenant, items);
-    return { fenced: false };
-  }
-
-  /**
-   * The 7 script fields of each item (commitRound-5n.lua), adding each tool's history to `keys`.
-   * Each result is serialised once: the script makes the history entry, the event and the
-   * round's answer from it.
-   */
-  private itemArgs(session: string, items: readonly CommitItem[], keys: string[]): (string | number)[] {
-    const toolKey = new Map<string, number>();
-    const args: (string | number)[] = [];
-    for (const item of items) {
-      const tool = item.entry.name;
-      let index = toolKey.get(tool);
-      if (index === undefined) {
-        keys.push(this.keys.toolHistory(session, tool));
-        index = keys.length; // Lua's KEYS are 1-based
-        toolKey.set(tool, index);
-      }
-      const { round, run, at, paths } = item.entry;
-      const d = item.dedupe;
-      args.push(
-        JSON.stringify(resultOf(item.entry)),
-        // The script's tool.result event takes these fields up to "at" (so not the paths).
-        `"round":${JSON.stringify(round)},"run":${JSON.stringify(run)},"at":${JSON.stringify(at)}${paths ? `,"paths":${JSON.stringify(paths)}` : ''}`,
-        index,
-        d ? d.key : '',
-        d ? JSON.stringify(d) : '',
-        d && needsMeta(d) ? JSON.stringify({ tool: d.tool, paths: d.paths ?? null }) : '',
-        item.invalidations?.length ? JSON.stringify(item.invalidations) : '',
-      );
-    }
-    return args;
+    if (!input.giveBack?.tickets.length) return { fenced: false };
+    return { fenced: false, waiters: status === CommitRoundStatus.OkWaiters };
   }
 
   /** The cache is tenant-scoped (another hash slot): written after the commit. */
@@ -330,6 +306,8 @@ export class RedisStore implements Store {
       k.events(session),
       k.dedupe(session, run),
     ];
+    const places = input.places;
+    if (places) keys.push(places.held, places.wait);
     const args = [
       round,
       callsHash,
@@ -340,6 +318,8 @@ export class RedisStore implements Store {
       owner ? JSON.stringify(input.calls ?? []) : '',
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.started) : '',
+      this.ttlDue.session.take(session),
+      ...beginPlacesArgs(places),
       ...dedupeKeys,
     ];
     const reply = parseBeginRoundReply(await runScript(this.redis, beginRoundScript, keys, args));
@@ -355,7 +335,9 @@ export class RedisStore implements Store {
         const entry = tryParseJson(reply.dedupe[i]) as DedupeEntry | undefined;
         if (entry) dedupe.set(key, entry);
       });
-      return { kind: 'new', record, session: state, dedupe };
+      const begun: BeginRound = { kind: 'new', record, session: state, dedupe };
+      if (places) begun.placesTaken = reply.placesTaken;
+      return begun;
     }
     const held = await this.getRound(session, run, reply.round);
     // The key outlived its round (TD_ROUND_RETENTION_MS passed): it is forgotten, and begins this round.

@@ -7,6 +7,8 @@ import type {
   HistoryEntry,
   RoundRef,
   RoundResponse,
+  RunPlacesAsk,
+  RunPlacesGive,
   SessionState,
   StoredPlanned,
 } from '../model.js';
@@ -74,11 +76,23 @@ export type TakenRound =
 /** What `Store.commitRound` did: `fenced` when the round was done or another coordinator's, and nothing was written. */
 export interface CommittedRound {
   fenced: boolean;
+  /**
+   * (v1.3) With `giveBack`, committed: whether calls wait at the limit the places went back to
+   * (the caller wakes them). Absent when nothing was given back.
+   */
+  waiters?: boolean;
 }
 
 export type BeginRound =
   /** `dedupe`: the run's entries found under the `dedupeKeys` asked for. */
-  | { kind: 'new'; record: RoundRecord; session: SessionState; dedupe: Map<string, DedupeEntry> }
+  | {
+      kind: 'new';
+      record: RoundRecord;
+      session: SessionState;
+      dedupe: Map<string, DedupeEntry>;
+      /** (v1.3) With `places`: true when the begin took them (all free, none waiting), else they were not touched. */
+      placesTaken?: boolean;
+    }
   | { kind: 'existing'; record: RoundRecord }
   | { kind: 'conflict'; record: RoundRecord }
   | { kind: 'no_session' };
@@ -99,6 +113,8 @@ export interface BeginRoundInput {
   dedupeKeys?: readonly string[];
   /** (v1.3) Kept in the round's record (`RoundRecord.callNames`), for the running round's view. */
   callNames?: RoundCallName[];
+  /** (v1.3) A run's places to take in the same step when they are free and none wait (a store without limits' keys ignores it). */
+  places?: RunPlacesAsk;
 }
 
 /** What `Store.commitRound` takes. */
@@ -113,6 +129,8 @@ export interface CommitRoundInput {
   items: readonly CommitItem[];
   /** The `round.completed` data; with it and `appendsEvents`, the round's events are appended. */
   completed?: Record<string, unknown>;
+  /** (v1.3) Places its begin took, given back in the same step unless fenced (a store without limits' keys ignores it). */
+  giveBack?: RunPlacesGive;
 }
 
 /**

@@ -8,16 +8,25 @@ export const beginRoundScript = defineScript(
   `--[[
   Starts a round under an idempotency key, or reports the round that already holds the key.
   KEYS[1] the new round (HASH)  KEYS[2] idempotency key (STRING "<round>|<callsHash>")
-  KEYS[3] session (HASH; read, and its TTL refreshed)
+  KEYS[3] session (HASH; read, and its TTL pushed back when ARGV[12] is "1")
   ARGV[1] round id  ARGV[2] calls hash  ARGV[3] record JSON  ARGV[4] TTL ms
   ARGV[5] "1" when an idempotency key is used
   ARGV[6] the coordinator running the round ("" for none)  ARGV[7] the round's calls as JSON ("" for none),
   kept (as fields owner and calls) so another coordinator can take the round over
   KEYS[4] the session's events (STREAM)  ARGV[8] MINID  ARGV[9] events TTL ms  ARGV[10] "1" to push the TTL back
   ARGV[11] round.started data JSON ("" to append no event)
-  KEYS[5] the run's dedupe entries (HASH)  ARGV[12..] dedupe keys pass 1 will look up
-  Returns {"new", <session HGETALL>, <HMGET of the dedupe keys>}, {"existing" | "conflict", <round id holding the key>},
-  or {"no_session"} (nothing written) when the session does not exist.
+  KEYS[5] the run's dedupe entries (HASH)
+  KEYS[6] KEYS[7] (v1.3, with places) the run limit's held places (ZSET ticket -> lease end) and waiters (ZSET)
+  ARGV[12] "1" to push the session's TTL back (the caller does it at most so often per session,
+    well within the TTL: "0" leaves it as a recent begin set it)
+  ARGV[13] the run's places in all  ARGV[14] a place's lease ms  ARGV[15] the limit keys' TTL ms
+  ARGV[16] k, the places asked for (0: none)  ARGV[17..16+k] their tickets
+  ARGV[17+k..] dedupe keys pass 1 will look up
+  The places are taken (each ticket held under a lease, server clock) only when none waits and
+  all k are free; else nothing of the limit is touched and the calls ask for them one by one.
+  Returns {"new", <session HGETALL>, <HMGET of the dedupe keys>, 1 | 0 (the places taken)},
+  {"existing" | "conflict", <round id holding the key>}, or {"no_session"} (nothing written)
+  when the session does not exist.
   Idempotent: run again for the same round (ioredis resends a command whose reply a dropped
   connection lost), it writes nothing more and answers "new" again, not "existing" for its own round.
 ]]
@@ -26,15 +35,43 @@ local session = redis.call('HGETALL', KEYS[3])
 if #session == 0 then
   return {'no_session'}
 end
+local places = tonumber(ARGV[16])
+local dedupeFrom = 17 + places
 local function dedupeFound()
-  if #ARGV > 11 then
-    return redis.call('HMGET', KEYS[5], unpack(ARGV, 12))
+  if #ARGV >= dedupeFrom then
+    return redis.call('HMGET', KEYS[5], unpack(ARGV, dedupeFrom))
   end
   return {}
 end
+-- Most rounds find the limit's keys gone (the last round gave every place back): one EXISTS.
+local function takePlaces()
+  if places == 0 then
+    return 0
+  end
+  local held, wait = KEYS[6], KEYS[7]
+  if redis.call('EXISTS', held, wait) > 0 then
+    if redis.call('EXISTS', wait) == 1 or redis.call('ZCARD', held) + places > tonumber(ARGV[13]) then
+      return 0
+    end
+  end
+  local t = redis.call('TIME')
+  local leaseEnd = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[14])
+  local members = {}
+  for i = 17, 16 + places do
+    members[#members + 1] = leaseEnd
+    members[#members + 1] = ARGV[i]
+  end
+  redis.call('ZADD', held, unpack(members))
+  redis.call('PEXPIRE', held, ARGV[15])
+  return 1
+end
 -- Round ids are new for each submission: a record under this one is this very call, run before.
 if redis.call('HEXISTS', KEYS[1], 'record') == 1 then
-  return {'new', session, dedupeFound()}
+  local took = 0
+  if places > 0 and redis.call('ZSCORE', KEYS[6], ARGV[17]) then
+    took = 1
+  end
+  return {'new', session, dedupeFound(), took}
 end
 if ARGV[5] == '1' then
   local held = redis.call('GET', KEYS[2])
@@ -56,13 +93,16 @@ else
   redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running')
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
+if ARGV[12] == '1' then
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+end
 if ARGV[11] ~= '' then
   appendEvent(KEYS[4], ARGV[8], 'round.started', ARGV[11])
   keepEvents(KEYS[4], ARGV[9], ARGV[10])
 end
-return {'new', session, dedupeFound()}
+return {'new', session, dedupeFound(), takePlaces()}
 `,
+  { moreKeys: true },
 );
 
 /** How beginRound ends: the first element of its reply. */
@@ -82,6 +122,8 @@ export type BeginRoundReply =
       session: string[];
       /** The run's dedupe entries (JSON) under the dedupe keys asked for, in order; null where none. */
       dedupe: (string | null)[];
+      /** Whether the run's places asked for were taken. */
+      placesTaken: boolean;
     }
   /** `round`: the round holding the idempotency key. */
   | { status: typeof BeginRoundStatus.Existing | typeof BeginRoundStatus.Conflict; round: string }
@@ -99,12 +141,19 @@ export function parseBeginRoundReply(reply: unknown): BeginRoundReply {
     ) {
       return { status, round: detail };
     }
-    if (reply.length === 3 && status === BeginRoundStatus.New && isFieldList(detail) && isEntryList(found)) {
-      return { status, session: detail, dedupe: found };
+    const took: unknown = reply[3];
+    if (
+      reply.length === 4 &&
+      status === BeginRoundStatus.New &&
+      isFieldList(detail) &&
+      isEntryList(found) &&
+      (took === 0 || took === 1)
+    ) {
+      return { status, session: detail, dedupe: found, placesTaken: took === 1 };
     }
   }
   throw beginRoundScript.unexpectedReply(
-    '{"new", <session fields>, <dedupe entries>}, {"existing" | "conflict", <round id>} or {"no_session"}',
+    '{"new", <session fields>, <dedupe entries>, 1 | 0}, {"existing" | "conflict", <round id>} or {"no_session"}',
     reply,
   );
 }

@@ -3,18 +3,20 @@ import { parseBeginRoundReply } from './beginRound-5.lua.js';
 
 describe('parseBeginRoundReply', () => {
   it("reads a new round: the session's fields and the dedupe entries found", () => {
-    expect(parseBeginRoundReply(['new', ['state', '{}', 'seq', '0'], ['{"key":"k"}', null]])).toEqual({
+    expect(parseBeginRoundReply(['new', ['state', '{}', 'seq', '0'], ['{"key":"k"}', null], 0])).toEqual({
       status: 'new',
       session: ['state', '{}', 'seq', '0'],
       dedupe: ['{"key":"k"}', null],
+      placesTaken: false,
     });
   });
 
-  it('reads a new round with no dedupe keys asked for', () => {
-    expect(parseBeginRoundReply(['new', ['state', '{}'], []])).toEqual({
+  it('reads a new round with no dedupe keys asked for, its places taken', () => {
+    expect(parseBeginRoundReply(['new', ['state', '{}'], [], 1])).toEqual({
       status: 'new',
       session: ['state', '{}'],
       dedupe: [],
+      placesTaken: true,
     });
   });
 
@@ -33,9 +35,11 @@ describe('parseBeginRoundReply', () => {
     ['existing without the round', ['existing']],
     ['conflict with a number', ['conflict', 7]],
     ['new without its lists', ['new']],
-    ['new with an empty session', ['new', [], []]],
-    ['new with an odd field list', ['new', ['state'], []]],
-    ['new with a number in the dedupe entries', ['new', ['state', '{}'], [1]]],
+    ['new without whether its places were taken', ['new', ['state', '{}'], []]],
+    ['new with places taken as a string', ['new', ['state', '{}'], [], '1']],
+    ['new with an empty session', ['new', [], [], 0]],
+    ['new with an odd field list', ['new', ['state'], [], 0]],
+    ['new with a number in the dedupe entries', ['new', ['state', '{}'], [1], 0]],
     ['no_session with more', ['no_session', 'x']],
   ])('throws naming the script for %s', (_what, reply) => {
     expect(() => parseBeginRoundReply(reply)).toThrow(/^beginRound script: expected .*, got /);

@@ -20,15 +20,20 @@ export const commitRoundScript = defineScript(
   ARGV[1] TTL ms  ARGV[2] the committing owner ("" = unfenced)  ARGV[3] the round id as JSON
   ARGV[4] events MINID  ARGV[5] events TTL ms  ARGV[6] "1" to push the events TTL back
   ARGV[7] round.completed data JSON ("" to append no events)
-  ARGV[8..] 7 fields per item: its result JSON (a non-empty object), its history fields
+  ARGV[8] "1" to push the histories' TTLs back (the caller does it at most so often per session,
+    well within the TTL); "0" sets the TTL only of a history this commit creates
+  ARGV[9] k, the run's places given back (0: none)  ARGV[10..9+k] their tickets; with k > 0 the last
+    two KEYS are the run limit's held places (ZSET) and its waiters (ZSET), after the tool histories
+  ARGV[10+k..] 7 fields per item: its result JSON (a non-empty object), its history fields
     ('"round":…,"run":…,"at":…'), index in KEYS of its tool history, dedupe key ("" for none),
     dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}; "" when not needed), invalidations
     JSON ([{"tool", "paths"?}], "" for none)
   The history entry is the result with the history fields added at its end; the tool.result event
   is the result with "round" and "run" first; the round's answer is {"round", "results"} of the
   results in item order.
-  Returns "fenced" (nothing written) when the round is done, failed (given up) or owned by another
-  coordinator, else "ok".
+  Returns "fenced" (nothing written, no place given back) when the round is done, failed (given
+  up) or owned by another coordinator, else "ok", or "ok waiters" when places were given back and
+  calls wait at their limit (the caller wakes them).
 ]]
 local state = redis.call('HMGET', KEYS[1], 'state', 'owner')
 if state[1] == 'done' or state[1] == 'failed' or (ARGV[2] ~= '' and state[2] and state[2] ~= ARGV[2]) then
@@ -58,7 +63,8 @@ local function putDedupe()
     meta = {}
   end
 end
-for i = 8, #ARGV, 7 do
+local give = tonumber(ARGV[9])
+for i = 10 + give, #ARGV, 7 do
   local result = ARGV[i]
   local body = string.sub(result, 2, -2)
   local entry = '{' .. body .. ',' .. ARGV[i + 1] .. '}'
@@ -95,12 +101,16 @@ for i = 8, #ARGV, 7 do
   end
 end
 putDedupe()
+-- A list as long as what was pushed is new: it gets its TTL whether or not a push-back is due.
+local function pushAll(key, entries)
+  if redis.call('RPUSH', key, unpack(entries)) == #entries or ARGV[8] == '1' then
+    redis.call('PEXPIRE', key, ARGV[1])
+  end
+end
 if #results > 0 then
-  redis.call('RPUSH', KEYS[2], unpack(history))
-  redis.call('PEXPIRE', KEYS[2], ARGV[1])
+  pushAll(KEYS[2], history)
   for _, tool in ipairs(tools) do
-    redis.call('RPUSH', tool, unpack(byTool[tool]))
-    redis.call('PEXPIRE', tool, ARGV[1])
+    pushAll(tool, byTool[tool])
   end
 end
 if dedupedAny then
@@ -119,17 +129,24 @@ if events then
   appendEvent(KEYS[5], ARGV[4], 'round.completed', ARGV[7])
   keepEvents(KEYS[5], ARGV[5], ARGV[6])
 end
+if give > 0 then
+  redis.call('ZREM', KEYS[#KEYS - 1], unpack(ARGV, 10, 9 + give))
+  if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+    return 'ok waiters'
+  end
+end
 return 'ok'
 `,
   { moreKeys: true },
 );
 
 /** How commitRound ends: its whole reply. */
-export const CommitRoundStatus = { Ok: 'ok', Fenced: 'fenced' } as const;
+export const CommitRoundStatus = { Ok: 'ok', OkWaiters: 'ok waiters', Fenced: 'fenced' } as const;
 export type CommitRoundStatus = (typeof CommitRoundStatus)[keyof typeof CommitRoundStatus];
 
 /** commitRound's reply as its header states it, or an error naming the script and what came back. */
 export function parseCommitRoundReply(reply: unknown): CommitRoundStatus {
-  if (reply === CommitRoundStatus.Ok || reply === CommitRoundStatus.Fenced) return reply;
-  throw commitRoundScript.unexpectedReply('"ok" or "fenced"', reply);
+  if (reply === CommitRoundStatus.Ok || reply === CommitRoundStatus.OkWaiters || reply === CommitRoundStatus.Fenced)
+    return reply;
+  throw commitRoundScript.unexpectedReply('"ok", "ok waiters" or "fenced"', reply);
 }

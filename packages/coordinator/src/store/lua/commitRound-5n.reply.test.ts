@@ -6,11 +6,17 @@ describe('parseCommitRoundReply', () => {
     expect(parseCommitRoundReply('ok')).toBe('ok');
   });
 
+  it('reads "ok waiters" as committed, its places given back where calls wait', () => {
+    expect(parseCommitRoundReply('ok waiters')).toBe('ok waiters');
+  });
+
   it('reads "fenced" as nothing written', () => {
     expect(parseCommitRoundReply('fenced')).toBe('fenced');
   });
 
-  it.each(['OK', 1, null, ['ok']])('throws naming the script for %j', (reply) => {
-    expect(() => parseCommitRoundReply(reply)).toThrow(/^commitRound script: expected "ok" or "fenced", got /);
+  it.each(['OK', 'ok  waiters', 1, null, ['ok']])('throws naming the script for %j', (reply) => {
+    expect(() => parseCommitRoundReply(reply)).toThrow(
+      /^commitRound script: expected "ok", "ok waiters" or "fenced", got /,
+    );
   });
 });
