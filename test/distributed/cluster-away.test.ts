@@ -11,6 +11,42 @@ import { useClusterService } from './cluster-service.js';
 
 const cs = useClusterService();
 
+const redisCli = (node: string, ...args: string[]) => {
+  const [host = '127.0.0.1', port = ''] = node.split(':');
+  return new Promise<string>((resolve, reject) =>
+    execFile('redis-cli', ['-h', host, '-p', port, ...args], (e, stdout) => (e ? reject(e) : resolve(stdout.trim()))),
+  );
+};
+
+/** The index of the primary that holds a session's keys (their `{s:<session>}` hash tag). */
+async function primaryOf(session: string): Promise<number> {
+  const seed = cs.cluster.nodes[0] as string;
+  const slot = Number(await redisCli(seed, 'CLUSTER', 'KEYSLOT', `{s:${session}}`));
+  const lines = (await redisCli(seed, 'CLUSTER', 'NODES')).split('\n');
+  const owner = lines.find((line) =>
+    line
+      .split(' ')
+      .slice(8)
+      .some((range) => {
+        const [lo, hi = lo] = range.split('-').map(Number);
+        return lo !== undefined && hi !== undefined && slot >= lo && slot <= hi;
+      }),
+  );
+  const index = cs.cluster.nodes.findIndex((n) => owner?.includes(` ${n}@`));
+  if (index < 0) throw new Error(`no primary holds slot ${slot} of session ${session}: ${lines.join(' | ')}`);
+  return index;
+}
+
+/** `n` new session ids whose keys are on primary `primary` (`on`) or on another (`!on`). */
+async function sessionsOn(primary: number, on: boolean, n: number): Promise<string[]> {
+  const found: string[] = [];
+  while (found.length < n) {
+    const s = uid('s');
+    if (((await primaryOf(s)) === primary) === on) found.push(s);
+  }
+  return found;
+}
+
 /** How long the primary stays down. */
 const AWAY_MS = 4_000;
 /** A round sent meanwhile must have its answer within this after the primary is back. */
@@ -19,9 +55,11 @@ const ANSWER_AFTER_BACK_MS = 30_000;
 it.each([0, 1, 2])(
   'answers rounds sent while primary %i is down, once it is back, each call once',
   async (primary) => {
+    // Three sessions on the primary that goes down (their rounds cannot answer 200 before it is back), three elsewhere.
+    const away = await sessionsOn(primary, true, 3);
+    const ids = [...away, ...(await sessionsOn(primary, false, 3))];
     const sessions = await Promise.all(
-      Array.from({ length: 6 }, async () => {
-        const s = uid('s');
+      ids.map(async (s) => {
         await cs.api.putSession(s, { provider: 'claude-code' });
         await cs.api.fetchSchemas(s, ['calculate']);
         return s;
@@ -63,6 +101,15 @@ it.each([0, 1, 2])(
     for (const a of answers) {
       expect([200, 503], `${a.text}\n${cs.service.logTail(30)}`).toContain(a.status);
       if (a.status === 503) expect(JSON.parse(a.text).error.code).toBe('unavailable');
+    }
+    // Not vacuous: the outage touched the rounds of the sessions on that primary: each answered 503,
+    // or only once the primary was back.
+    for (const [i, a] of answers.entries()) {
+      if (away.includes(runs[i]?.session as string))
+        expect(
+          a.status === 503 || a.at >= backAt,
+          `${runs[i]?.session}: ${a.status} at ${a.at - backAt} ms after back`,
+        ).toBe(true);
     }
     // Retried under the same key (the client's move after a 503): one answer per round, every call ok.
     for (const [i, { session, run, key }] of runs.entries()) {

@@ -8,6 +8,7 @@ import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
+import { until } from '../support/until.js';
 
 // TD_JOB_CALLS (DESIGN.md "Fewer queue hops per call"): the concurrent calls admitted in one tick
 // share a BullMQ job up to TD_JOB_CALLS, whatever their runs (each run's share within its limit,
@@ -66,18 +67,12 @@ const never = () => new AbortController().signal;
 const lines = async (file: string) =>
   (await readFile(file, 'utf8').catch(() => '')).split('\n').filter((l) => l.length > 0);
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Every job BullMQ holds of a queue, whatever its state, once `done` of them completed. */
 async function jobsOf(exec: QueueExecutor, queue: 'concurrent' | 'serial', done: number) {
   const q = exec.queueOf(queue);
-  await waitFor(async () => ((await q.getJobCounts('completed')).completed ?? 0) >= done);
+  await until(async () => ((await q.getJobCounts('completed')).completed ?? 0) >= done, {
+    what: "((await q.getJobCounts('completed')).completed ?? 0) >= done",
+  });
   return q.getJobs(['completed', 'active', 'waiting', 'failed', 'delayed']);
 }
 
@@ -170,7 +165,9 @@ describe('TD_JOB_CALLS', () => {
       }));
       const outcomes = await Promise.all(calls.map((c) => exec.execute(c, never())));
       expect(outcomes.map((o) => (o.status === 'ok' ? 'ok' : o.code))).toEqual(['timeout', 'ok', 'ok']);
-      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0')));
+      await until(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0')), {
+        what: "(await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0'))",
+      });
     });
 
     it('cancel one call alone: it ends cancelled, its handler aborted, its siblings ok', async () => {
@@ -182,11 +179,15 @@ describe('TD_JOB_CALLS', () => {
       }));
       const ac = new AbortController();
       const pending = calls.map((c, i) => exec.execute(c, i === 0 ? ac.signal : never()));
-      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3);
+      await until(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3, {
+        what: "(await lines(file)).filter((l) => l.startsWith('start')).length === 3",
+      });
       ac.abort();
       const outcomes = await Promise.all(pending);
       expect(outcomes.map((o) => (o.status === 'ok' ? 'ok' : o.code))).toEqual(['cancelled', 'ok', 'ok']);
-      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0')));
+      await until(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0')), {
+        what: "(await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith(' t0'))",
+      });
     });
 
     it('run a serial call alone: never in a job with another call', async () => {

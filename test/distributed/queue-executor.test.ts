@@ -20,6 +20,7 @@ import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
+import { until } from '../support/until.js';
 
 let server: TestRedis;
 let dir: string;
@@ -118,14 +119,18 @@ describe('QueueExecutor with two workers', () => {
     const ttl = (j: ExecJob) => redis.pttl(redisKeys(prefix).outcome(exec.coordinatorId, `${j.round}-0`));
     expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS);
     exec.committed(committed.round, [0]);
-    await waitFor(async () => (await ttl(committed)) <= OUTCOME_AFTER_COMMIT_TTL_MS);
+    await until(async () => (await ttl(committed)) <= OUTCOME_AFTER_COMMIT_TTL_MS, {
+      what: '(await ttl(committed)) <= OUTCOME_AFTER_COMMIT_TTL_MS',
+    });
     expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS - 60_000);
     expect(await ttl(open)).toBeGreaterThan(OUTCOME_TTL_MS - 60_000);
     // Another coordinator's namespace (a round taken over): the keys named there are cut.
     const key = redisKeys(prefix).outcome('c-gone', 'rnd_x-3');
     await redis.set(key, '{}', 'PX', OUTCOME_TTL_MS);
     exec.committed('rnd_x', [3], 'c-gone');
-    await waitFor(async () => (await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS);
+    await until(async () => (await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS, {
+      what: '(await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS',
+    });
   });
 
   it('runs serial calls one at a time on a worker whose serial concurrency is 1', async () => {
@@ -210,7 +215,7 @@ describe('QueueExecutor with two workers', () => {
     await sleep(400);
     // Stale (older than 300 ms, younger than 600 ms): answered at once, refreshed behind it.
     expect((await exec.handlerNames()).has('test_echo')).toBe(true);
-    await waitFor(async () => (await exec.handlerNames()).size === 0);
+    await until(async () => (await exec.handlerNames()).size === 0, { what: '(await exec.handlerNames()).size === 0' });
     // Too old (past twice the period): the next call waits for a fresh read.
     await worker(prefix, 'w-b');
     await sleep(700);
@@ -231,12 +236,14 @@ describe('QueueExecutor with two workers', () => {
       const file = path.join(dir, `${prefix}-cancel.log`);
       const ac = new AbortController();
       const pending = exec.execute(job('test_sleep', { ms: 20_000, file }), ac.signal);
-      await waitFor(async () => (await lines(file)).length === 1);
+      await until(async () => (await lines(file)).length === 1, { what: '(await lines(file)).length === 1' });
       const t0 = Date.now();
       ac.abort();
       expect(await pending).toMatchObject({ status: 'error', code: 'cancelled' });
       expect(Date.now() - t0).toBeLessThan(500);
-      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted')));
+      await until(async () => (await lines(file)).some((l) => l.startsWith('aborted')), {
+        what: "(await lines(file)).some((l) => l.startsWith('aborted'))",
+      });
     });
 
     it('aborts only the cancelled one of serial calls running side by side on a worker', async () => {
@@ -248,7 +255,9 @@ describe('QueueExecutor with two workers', () => {
       const run = (tag: string, signal: AbortSignal) =>
         exec.execute(job('test_side_effect', { ms: 1_000, file, tag }, { queue: 'serial', run: `run-${tag}` }), signal);
       const [kept, cancelled, alsoKept] = [run('kept', never()), run('cancelled', ac.signal), run('also', never())];
-      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3);
+      await until(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3, {
+        what: "(await lines(file)).filter((l) => l.startsWith('start')).length === 3",
+      });
       ac.abort();
       expect(await cancelled).toMatchObject({ status: 'error', code: 'cancelled' });
       expect(await kept).toMatchObject({ status: 'ok', ranOn: 'w-a' });
@@ -272,7 +281,9 @@ describe('QueueExecutor with two workers', () => {
           never(),
         ),
       );
-      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3);
+      await until(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 3, {
+        what: "(await lines(file)).filter((l) => l.startsWith('start')).length === 3",
+      });
       await w.close();
       for (const outcome of await Promise.all(runs)) expect(outcome).toMatchObject({ status: 'ok', ranOn: 'w-a' });
     });
@@ -284,7 +295,7 @@ describe('QueueExecutor with two workers', () => {
       const exec = await executor(prefix);
       const file = path.join(dir, `${prefix}-waiting.log`);
       const busy = exec.execute(job('test_side_effect', { ms: 800, file, tag: 'first' }, { queue: 'serial' }), never());
-      await waitFor(async () => (await lines(file)).length === 1);
+      await until(async () => (await lines(file)).length === 1, { what: '(await lines(file)).length === 1' });
       const ac = new AbortController();
       const queued = exec.execute(
         job('test_side_effect', { ms: 10, file, tag: 'second' }, { queue: 'serial' }),
@@ -341,7 +352,9 @@ describe('QueueExecutor with two workers', () => {
       expect(outcomes[2]).toMatchObject({ code: 'handler_error' });
       // Reported before BullMQ marks the job complete: wait for that, then count every job.
       const q = exec.queueOf('concurrent');
-      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      await until(async () => (await q.getJobCounts('completed')).completed === 1, {
+        what: "(await q.getJobCounts('completed')).completed === 1",
+      });
       const counts = await q.getJobCounts('completed', 'active', 'waiting', 'failed', 'delayed');
       expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
     });
@@ -361,7 +374,9 @@ describe('QueueExecutor with two workers', () => {
         { b: 2 },
       ]);
       const q = exec.queueOf('concurrent');
-      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      await until(async () => (await q.getJobCounts('completed')).completed === 1, {
+        what: "(await q.getJobCounts('completed')).completed === 1",
+      });
       const [done] = await q.getJobs(['completed']);
       expect(done?.id).toBe(`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2`);
       // Named after its tools by default (TD_JOB_NAME `{tools}`).
@@ -378,7 +393,9 @@ describe('QueueExecutor with two workers', () => {
       const outcomes = await Promise.all([...a, ...b, ...c].map((call) => exec.execute(call, never())));
       expect(outcomes.every((o) => o.status === 'ok')).toBe(true);
       const q = exec.queueOf('concurrent');
-      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      await until(async () => (await q.getJobCounts('completed')).completed === 1, {
+        what: "(await q.getJobCounts('completed')).completed === 1",
+      });
       const ids = (await q.getJobs(['completed'])).map((j) => j.id);
       // One job, its id naming each round's calls in the order they joined.
       expect(ids).toEqual([`${a[0]?.round}-0.1+${b[0]?.round}-0.1.2+${c[0]?.round}-0`]);
@@ -391,7 +408,9 @@ describe('QueueExecutor with two workers', () => {
       const calls = roundOf(2, (i) => (i === 1 ? { name: 'test_fail' } : { args: { n: 1 } }));
       await Promise.all(calls.map((c) => exec.execute(c, never())));
       const q = exec.queueOf('concurrent');
-      await waitFor(async () => (await q.getJobCounts('completed')).completed === 1);
+      await until(async () => (await q.getJobCounts('completed')).completed === 1, {
+        what: "(await q.getJobCounts('completed')).completed === 1",
+      });
       const [done] = await q.getJobs(['completed']);
       expect(done?.name).toBe(`concurrent:${calls[0]?.session}/${calls[0]?.run} test_echo+test_fail`);
     });
@@ -407,12 +426,16 @@ describe('QueueExecutor with two workers', () => {
       }));
       const ac = new AbortController();
       const pending = [exec.execute(calls[0] as ExecJob, ac.signal), exec.execute(calls[1] as ExecJob, never())];
-      await waitFor(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 2);
+      await until(async () => (await lines(file)).filter((l) => l.startsWith('start')).length === 2, {
+        what: "(await lines(file)).filter((l) => l.startsWith('start')).length === 2",
+      });
       ac.abort();
       const [cancelled, sibling] = await Promise.all(pending);
       expect(cancelled).toMatchObject({ status: 'error', code: 'cancelled' });
       expect(sibling).toMatchObject({ status: 'ok', output: { tag: 't1' } });
-      await waitFor(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith('t0')));
+      await until(async () => (await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith('t0')), {
+        what: "(await lines(file)).some((l) => l.startsWith('aborted') && l.endsWith('t0'))",
+      });
     });
 
     it('runs a call once when another job carries it too (calls grouped differently after a takeover)', async () => {
@@ -474,14 +497,16 @@ describe('QueueExecutor with two workers', () => {
       const second = await executor(prefix, { coordinatorId: 'c-two' });
       const file = path.join(dir, `${prefix}-origin-cancel.log`);
       const busy = first.execute(job('test_side_effect', { ms: 800, file, tag: 'busy' }, { queue: 'serial' }), never());
-      await waitFor(async () => (await lines(file)).length === 1);
+      await until(async () => (await lines(file)).length === 1, { what: '(await lines(file)).length === 1' });
       const ac = new AbortController();
       const cancelled = job('test_side_effect', { ms: 10, file, tag: 'cancelled' }, { queue: 'serial' });
       const waiting = first.execute(cancelled, ac.signal);
       await new Promise((r) => setTimeout(r, 100));
       ac.abort();
       expect(await waiting).toMatchObject({ code: 'cancelled' });
-      await waitFor(async () => (await first.queueOf('serial').getJob(`${cancelled.round}-0`)) === undefined);
+      await until(async () => (await first.queueOf('serial').getJob(`${cancelled.round}-0`)) === undefined, {
+        what: 'the cancelled call’s job gone from the serial queue',
+      });
       // The round is carried on elsewhere: the call is enqueued again, and its cancel mark still stands.
       const again = await second.execute({ ...cancelled, origin: 'c-one' }, never());
       expect(again).toMatchObject({ status: 'error', code: 'cancelled' });
@@ -501,7 +526,9 @@ describe('QueueExecutor with two workers', () => {
       const outcome = exec.execute(sent, never());
       const queue = exec.queueOf(sent.queue);
       const id = callIdFor(sent.round, sent.callIndex);
-      await waitFor(async () => (await queue.getJob(id)) !== undefined);
+      await until(async () => (await queue.getJob(id)) !== undefined, {
+        what: '(await queue.getJob(id)) !== undefined',
+      });
       const redis = new Redis(server.url);
       closers.push(async () => redis.disconnect());
       if (mark) await redis.set(redisKeys(prefix).outcome(exec.coordinatorId, id), mark(id));
@@ -545,11 +572,3 @@ describe('QueueExecutor with two workers', () => {
     expect(outcome).toMatchObject({ status: 'error', code: 'timeout', message: expect.stringContaining('no worker') });
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -8,6 +8,7 @@ import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
+import { until } from '../support/until.js';
 
 let server: TestRedis;
 let dir: string;
@@ -53,7 +54,9 @@ describe('when Redis restarts (empty: no persistence)', () => {
       await exec.waitUntilReady();
       const file = path.join(dir, `${prefix}.log`);
       const inFlight = exec.execute(job('test_sleep', { ms: 1_500, file }), never());
-      await waitFor(async () => (await readFile(file, 'utf8').catch(() => '')).startsWith('start'));
+      await until(async () => (await readFile(file, 'utf8').catch(() => '')).startsWith('start'), {
+        what: "(await readFile(file, 'utf8').catch(() => '')).startsWith('start')",
+      });
       await kill?.();
       await new Promise((r) => setTimeout(r, 300));
       await restart?.();
@@ -67,7 +70,7 @@ describe('when Redis restarts (empty: no persistence)', () => {
       expect(await exec.execute(job('test_side_effect', { ms: 10 }, 'serial'), never())).toMatchObject({
         status: 'ok',
       });
-      await waitFor(async () => (await exec.workersAlive()) === 1);
+      await until(async () => (await exec.workersAlive()) === 1, { what: '(await exec.workersAlive()) === 1' });
       expect((await exec.handlerNames()).has('test_echo')).toBe(true);
     } finally {
       await exec.close();
@@ -94,7 +97,9 @@ describe('when Redis restarts (empty: no persistence)', () => {
       await exec.waitUntilReady();
       const file = path.join(dir, `${prefix}.log`);
       const running = exec.execute(job('test_side_effect', { ms: 1_500, file, tag: 'a' }, 'serial'), never());
-      await waitFor(async () => (await readFile(file, 'utf8').catch(() => '')).startsWith('start'));
+      await until(async () => (await readFile(file, 'utf8').catch(() => '')).startsWith('start'), {
+        what: "(await readFile(file, 'utf8').catch(() => '')).startsWith('start')",
+      });
       const queued = exec.execute(job('test_side_effect', { ms: 10, file, tag: 'b' }, 'serial', 1_000), never());
       await new Promise((r) => setTimeout(r, 200));
       await kill?.();
@@ -110,11 +115,3 @@ describe('when Redis restarts (empty: no persistence)', () => {
     }
   }, 60_000);
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -79,7 +79,7 @@ describeModes('result budget', (mode) => {
     const first = await f.api.one(s, rt('read_files', { paths: [o.artifact.path], offset: 1, limit: 10 }));
     const entry = first.output.files[0];
     expect(entry.totalLines).toBe(totalLines);
-    expect(entry.content).toBe(BIG.split('\n').slice(0, 10).join('\n') + '\n');
+    expect(entry.content).toBe(`${BIG.split('\n').slice(0, 10).join('\n')}\n`);
     // Pages in a session whose budget holds them put the artifact back together byte for byte.
     await f.api.putSession(s, { provider: 'openai', resultBudget: { call: 2_000_000 } });
     const pageLines = 8000;

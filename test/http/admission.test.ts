@@ -2,6 +2,7 @@
 // turn in arrival order, before anything of it begins, and one that waited too long is answered
 // 503 overloaded with Retry-After, leaving no trace; the rounds in flight are not disturbed.
 import { afterEach, expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { direct, fetchSchemas, type Harness, putSession, startHarness, uid } from './harness.js';
 
 let h: Harness | undefined;
@@ -47,15 +48,10 @@ async function setup(config: { maxRoundsInFlight: number; roundQueueMs: number }
   return { g, session, round, harness: h };
 }
 
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-};
-
 it('answers a round that waited TD_ROUND_QUEUE_MS for its turn 503 overloaded with Retry-After, and records nothing of it', async () => {
   const { g, session, round, harness } = await setup({ maxRoundsInFlight: 1, roundQueueMs: 300 });
   const first = round('first');
-  await until(() => g.started.length === 1);
+  await until(() => g.started.length === 1, { what: 'g.started.length === 1' });
   const refused = await round('refused', 'run-refused');
   expect(refused.status).toBe(503);
   expect(refused.headers.get('retry-after')).toBe('1');
@@ -70,7 +66,7 @@ it('answers a round that waited TD_ROUND_QUEUE_MS for its turn 503 overloaded wi
   expect(g.started).toEqual(['first']);
   // Room again: the same round sent again runs.
   const again = round('again', 'run-refused');
-  await until(() => g.started.length === 2);
+  await until(() => g.started.length === 2, { what: 'g.started.length === 2' });
   g.release();
   expect((await again).status).toBe(200);
 });
@@ -78,14 +74,14 @@ it('answers a round that waited TD_ROUND_QUEUE_MS for its turn 503 overloaded wi
 it('runs waiting rounds in the order they arrived, each once the one before it ended', async () => {
   const { g, round } = await setup({ maxRoundsInFlight: 1, roundQueueMs: 10_000 });
   const a = round('a');
-  await until(() => g.started.length === 1);
+  await until(() => g.started.length === 1, { what: 'g.started.length === 1' });
   const b = round('b');
   await new Promise((r) => setTimeout(r, 20));
   const c = round('c');
   await new Promise((r) => setTimeout(r, 50));
   expect(g.started).toEqual(['a']); // b and c wait: one round in flight
   for (let i = 0; i < 3; i++) {
-    await until(() => g.started.length === i + 1);
+    await until(() => g.started.length === i + 1, { what: 'g.started.length === i + 1' });
     g.release();
   }
   const answers = await Promise.all([a, b, c]);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RESULT_CACHE_TTL_MS, resolveConfig, ToolError } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../../test/support/until.js';
 import { MemoryConfirmHub } from './confirm/memory.js';
 import { RequestError } from './dispatcher.js';
 import { Engine } from './engine.js';
@@ -313,7 +314,7 @@ describe('pass 1: pre-flight', () => {
         rt('run_command', { command: 'sleep' }),
         direct('find_tools', { names: ['calculate'] }),
       ]);
-      await until(async () => ex.inFlight === 1);
+      await until(async () => ex.inFlight === 1, { what: 'ex.inFlight === 1' });
       await t.engine.cancelRun(t.session, 'r1');
       const { results } = await pending;
       expect(results.map((r) => r.error?.code)).toEqual(['cancelled', 'cancelled']);
@@ -452,7 +453,9 @@ describe('pass 1: pre-flight', () => {
         rt('run_command', { command: 'a' }),
         rt('edit_file', { path: 'f', content: 'x' }),
       ]);
-      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2);
+      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2, {
+        what: '(await t.engine.pendingConfirmations(t.session)).length === 2',
+      });
       const asked = t.events.filter((e) => e.name === 'confirm.requested');
       expect(asked).toHaveLength(2);
       expect(new Set(asked.map((e) => e.data.confirmationId)).size).toBe(2);
@@ -477,7 +480,9 @@ describe('pass 1: pre-flight', () => {
     it('adds the tool to auto-approve when approved with remember, and approves its other pending calls', async () => {
       const t = await setup();
       const pending = t.round([rt('run_command', { command: 'a' }), rt('run_command', { command: 'b' })]);
-      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2);
+      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2, {
+        what: '(await t.engine.pendingConfirmations(t.session)).length === 2',
+      });
       const [a] = await t.engine.pendingConfirmations(t.session);
       await t.engine.answerConfirmation(t.session, a!.callId, { approve: true, remember: true });
       expect((await pending).results.map((r) => r.status)).toEqual(['ok', 'ok']);
@@ -514,7 +519,9 @@ describe('pass 1: pre-flight', () => {
       });
       const p1 = t.round([rt('run_command', { command: 'a' }, 'same')], 'run-1');
       const p2 = t.round([rt('run_command', { command: 'b' }, 'same')], 'run-2');
-      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2);
+      await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 2, {
+        what: '(await t.engine.pendingConfirmations(t.session)).length === 2',
+      });
       await expect(
         t.engine.answerConfirmation(t.session, 'same', { approve: true, remember: false }),
       ).rejects.toBeInstanceOf(RequestError);
@@ -614,7 +621,7 @@ describe('pass 2: execute', () => {
     );
     const t = await setup({ ex });
     const pending = t.round(Array.from({ length: 7 }, (_, i) => rt('http_request', { url: `http://x/${i}` })));
-    await until(async () => ex.inFlight === 5);
+    await until(async () => ex.inFlight === 5, { what: 'ex.inFlight === 5' });
     const n = await t.engine.cancelRun(t.session, 'r1');
     const { results } = await pending;
     expect(n).toBe(7);
@@ -625,7 +632,9 @@ describe('pass 2: execute', () => {
   it('cancels calls awaiting approval', async () => {
     const t = await setup();
     const pending = t.round([rt('run_command', { command: 'x' })]);
-    await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 1);
+    await until(async () => (await t.engine.pendingConfirmations(t.session)).length === 1, {
+      what: '(await t.engine.pendingConfirmations(t.session)).length === 1',
+    });
     expect(await t.engine.cancelRun(t.session, 'r1')).toBe(1);
     expect((await pending).results[0]).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     expect(await t.engine.pendingConfirmations(t.session)).toHaveLength(0);
@@ -847,11 +856,3 @@ describe('bad input', () => {
     expect(after.slice(0, before.length)).toEqual(before);
   });
 });
-
-async function until(cond: () => Promise<boolean>, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(5);
-  }
-}

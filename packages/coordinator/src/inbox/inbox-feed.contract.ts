@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '../../../../test/support/until.js';
 import type { InboxChange, InboxItem } from '../model.js';
 import type { InboxFeed } from './inbox-feed.js';
 
@@ -29,13 +30,6 @@ function item(over: Partial<InboxItem> = {}): InboxItem {
   };
 }
 
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  for (const end = Date.now() + ms; !check(); ) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** The rules every InboxFeed keeps, run against each implementation. */
 export function describeInboxFeedContract(name: string, make: () => Promise<InboxFeedFixture>): void {
   describe(`InboxFeed contract: ${name}`, () => {
@@ -53,7 +47,7 @@ export function describeInboxFeedContract(name: string, make: () => Promise<Inbo
       const asked = item();
       await fx.feed.announce({ kind: 'asked', session: 's1', item: asked });
       await fx.feed.announce({ kind: 'gone', session: 's1', id: asked.id });
-      await until(() => heard.length === 2);
+      await until(() => heard.length === 2, { what: 'heard.length === 2' });
       expect(heard).toEqual([
         { kind: 'asked', session: 's1', item: asked },
         { kind: 'gone', session: 's1', id: asked.id },
@@ -67,7 +61,7 @@ export function describeInboxFeedContract(name: string, make: () => Promise<Inbo
       await fx.peer.watch((c) => kept.push(c));
       unwatch();
       await fx.feed.announce({ kind: 'gone', session: 's1', id: 'cf_x' });
-      await until(() => kept.length === 1);
+      await until(() => kept.length === 1, { what: 'kept.length === 1' });
       expect(heard).toEqual([]);
     });
 

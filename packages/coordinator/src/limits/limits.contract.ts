@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '../../../../test/support/until.js';
 import type { LimitRelease, LimitStage, Limits, LimitWait } from './limits.js';
 import { runStages } from './limits.js';
 
@@ -10,15 +11,6 @@ export interface LimitsFixture {
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 30));
-/** Waits until `check` holds (generous: the machine is loaded), failing with `what`. */
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Places now when free at once (the fast path), else a wait (as pass 2 asks). */
 function take(limits: Limits, stages: LimitStage[], signal?: AbortSignal, onWait?: (w: LimitWait) => void) {
   return Promise.resolve(limits.tryAcquire(stages) ?? limits.acquire(stages, signal, onWait));
@@ -57,15 +49,15 @@ export function describeLimitsContract(name: string, make: () => Promise<LimitsF
       }
       expect(order).toEqual([]);
       held[0]?.();
-      await until(() => order.length === 1, 'the first waiter');
+      await until(() => order.length === 1, { what: 'the first waiter' });
       expect(order).toEqual([3]);
       held[1]?.();
-      await until(() => order.length === 2, 'the second waiter');
+      await until(() => order.length === 2, { what: 'the second waiter' });
       held[2]?.();
-      await until(() => order.length === 3, 'the third waiter');
+      await until(() => order.length === 3, { what: 'the third waiter' });
       expect(order).toEqual([3, 4, 5]);
       (await waiting[0])?.();
-      await until(() => order.length === 4, 'the last waiter');
+      await until(() => order.length === 4, { what: 'the last waiter' });
       expect(order).toEqual([3, 4, 5, 6]);
       for (const w of waiting.slice(1)) (await w)();
     });
@@ -87,10 +79,10 @@ export function describeLimitsContract(name: string, make: () => Promise<LimitsF
       (await take(f.peer, concurrent()))();
       expect(order).toEqual([]);
       first();
-      await until(() => order.length === 1, 'the second serial call');
+      await until(() => order.length === 1, { what: 'the second serial call' });
       expect(order).toEqual(['second']);
       (await second)();
-      await until(() => order.length === 2, 'the third serial call');
+      await until(() => order.length === 2, { what: 'the third serial call' });
       (await third)();
     });
 
@@ -124,7 +116,7 @@ export function describeLimitsContract(name: string, make: () => Promise<LimitsF
       run.abort(new Error('run cancelled'));
       await expect(cancelled).rejects.toThrow('run cancelled');
       busy();
-      await until(() => behind, 'the waiter behind the cancelled one');
+      await until(() => behind, { what: 'the waiter behind the cancelled one' });
       (await next)();
       // The lane the cancelled call held while it waited for a place is free again.
       (await take(f.peer, serial(1)))();

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ExecJob, type ExecOutcome, type Executor, resolveConfig } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../../../test/support/until.js';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine, MAX_ROUND_RETRIES } from '../engine.js';
 import type { DispatchEvent } from '../events/event-bus.js';
@@ -114,14 +115,6 @@ async function twoCoordinators(options: { autoApprove?: 'all'; onError?: (e: Err
   return { store, ledger, executor, a, b, seen };
 }
 
-const until = async (what: () => boolean | Promise<boolean>, ms = 3_000) => {
-  const end = Date.now() + ms;
-  while (!(await what())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(10);
-  }
-};
-
 /**
  * Coordinator a, recovering every 20 ms, submits a round under an Idempotency-Key whose commit
  * fails (`failCommits` times, as with Redis away): the submit rejects; `retry` submits it again.
@@ -149,15 +142,17 @@ describe('a round whose coordinator stops renewing its lease', () => {
     await ledger.heartbeat('coord-a', 60, []);
     const calls = [{ id: 'c1', name: 'calculate', args: { expression: '2+2' } }];
     const fromA = a.submitRound({ session: 's1', run: 'r1', calls });
-    await until(() => executor.runs.length === 1);
+    await until(() => executor.runs.length === 1, { what: 'executor.runs.length === 1' });
     await b.startRecovery(20);
     // b adopts a's round and waits on the same call (origin: a, whose name holds its outcome).
-    await until(() => executor.origins.includes('coord-a'));
+    await until(() => executor.origins.includes('coord-a'), { what: "executor.origins.includes('coord-a')" });
     executor.release();
     const answer = await fromA;
     expect(answer.results).toMatchObject([{ id: 'c1', status: 'ok', output: { value: '2+2' } }]);
     expect(executor.runs).toHaveLength(1);
-    await until(async () => (await store.getRound('s1', 'r1', answer.round))?.state === 'done');
+    await until(async () => (await store.getRound('s1', 'r1', answer.round))?.state === 'done', {
+      what: "(await store.getRound('s1', 'r1', answer.round))?.state === 'done'",
+    });
     expect((await store.history('s1')).map((e) => e.id)).toEqual(['f', 'c1']);
     expect(seen.filter((e) => e.name === 'round.completed')).toHaveLength(1);
     expect(seen.filter((e) => e.name === 'tool.result')).toHaveLength(1);
@@ -174,11 +169,13 @@ describe('a round whose coordinator stops renewing its lease', () => {
     await ledger.heartbeat('coord-a', 60, []);
     const calls = [{ id: 'c1', name: 'run_command', args: { command: 'echo hi' } }];
     const fromA = a.submitRound({ session: 's1', run: 'r1', calls });
-    await until(async () => (await a.pendingConfirmations('s1')).length === 1);
+    await until(async () => (await a.pendingConfirmations('s1')).length === 1, {
+      what: "(await a.pendingConfirmations('s1')).length === 1",
+    });
     await a.answerConfirmation('s1', 'c1', { approve: true, remember: false });
-    await until(() => executor.runs.length === 1);
+    await until(() => executor.runs.length === 1, { what: 'executor.runs.length === 1' });
     await b.startRecovery(20);
-    await until(() => executor.origins.includes('coord-a'));
+    await until(() => executor.origins.includes('coord-a'), { what: "executor.origins.includes('coord-a')" });
     expect(await b.pendingConfirmations('s1')).toEqual([]);
     executor.release();
     expect((await fromA).results).toMatchObject([{ id: 'c1', status: 'ok' }]);
@@ -236,7 +233,7 @@ describe('a round whose coordinator stops renewing its lease', () => {
     store.failCommits = 1;
     // The call runs, the commit fails (Redis away), and the workers' announcements lapse meanwhile.
     const first = expect(a.submitRound(round)).rejects.toThrow(/Connection is closed/);
-    await until(() => executor.runs.length === 1);
+    await until(() => executor.runs.length === 1, { what: 'executor.runs.length === 1' });
     executor.handlers = new Set();
     await first;
     const retried = await a.submitRound(round);

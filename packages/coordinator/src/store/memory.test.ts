@@ -40,10 +40,25 @@ describe('MemoryStore session idle TTL (TD_SESSION_TTL_MS)', () => {
   it('keeps a session used within the TTL: every read or write slides it', async () => {
     const store = new MemoryStore({ now: () => clock.now, sessionTtlMs: 10_000 });
     await store.putSession(session('s2'));
-    for (let i = 0; i < 5; i++) {
+    await store.putSession(session('idle'));
+    const dedupe = { key: 'd', tool: 'read_files', callId: 'c', round: 'x', output: {} };
+    // Reads and writes of s2 only, each 9 s after the one before: 45 s in all, the TTL 4 times over.
+    const uses = [
+      () => store.putDedupe('s2', 'r', dedupe),
+      () => store.getSession('s2'),
+      () => begin(store, 's2'),
+      () => store.findDedupe('s2', 'r', 'd'),
+      () => store.history('s2'),
+    ];
+    for (const use of uses) {
       clock.now += 9_000;
-      expect(await store.getSession('s2')).not.toBeNull();
+      await use();
     }
+    clock.now += 9_000;
+    expect((await store.getSession('s2'))?.id).toBe('s2');
+    expect(await store.findDedupe('s2', 'r', 'd')).toMatchObject({ key: 'd' });
+    // Not vacuous: the session nobody used meanwhile is gone.
+    expect(await store.getSession('idle')).toBeNull();
   });
 
   it('sweeps idle sessions nobody asks for again, so memory stays bounded by live sessions', async () => {

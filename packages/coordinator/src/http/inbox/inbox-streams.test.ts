@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveConfig } from '@tool-dispatch/shared';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../../../../test/support/until.js';
 import { createEngine } from '../../app/embedded.js';
 import type { Engine } from '../../engine.js';
 import type { Principal } from '../tokens.js';
@@ -10,13 +11,6 @@ import { type InboxEvent, InboxStreams, readWorkspaceFile } from './inbox-stream
 
 const approverOf = (tenant: string): Principal => ({ name: `approver-${tenant}`, tenant, role: 'approver' });
 const OPERATOR: Principal = { name: 'ops', tenant: '*', role: 'operator' };
-
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  for (const end = Date.now() + ms; !check(); ) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 let engine: Engine | undefined;
 afterEach(async () => {
@@ -70,18 +64,24 @@ describe('InboxStreams', () => {
     const closeTa = await streams.open({ principal: approverOf('ta'), send: (ev) => ta.push(ev) });
     await streams.open({ principal: OPERATOR, send: (ev) => ops.push(ev) });
     const rounds = [waitOn(e, 'b', 'echo other'), waitOn(e, 'a', 'echo mine')];
-    await until(() => ops.filter((ev) => ev.name === 'asked').length === 2);
+    await until(() => ops.filter((ev) => ev.name === 'asked').length === 2, {
+      what: "ops.filter((ev) => ev.name === 'asked').length === 2",
+    });
     await e.answerConfirmation('a', 'c1', { approve: false, remember: false });
     await e.answerConfirmation('b', 'c1', { approve: false, remember: false });
     await Promise.all(rounds);
-    await until(() => ops.filter((ev) => ev.name === 'gone').length >= 2);
+    await until(() => ops.filter((ev) => ev.name === 'gone').length >= 2, {
+      what: "ops.filter((ev) => ev.name === 'gone').length >= 2",
+    });
     expect(ta[0]).toMatchObject({ name: 'snapshot', data: { items: [], who: approverOf('ta') } });
     expect(ta.slice(1).every((ev) => ev.name === 'snapshot' || ev.data.session === 'a')).toBe(true);
     expect(ta.map((ev) => ev.name)).toEqual(['snapshot', 'asked', 'gone', 'gone']);
     closeTa();
     const before = ta.length;
     const later = waitOn(e, 'a', 'echo later', 'c9');
-    await until(() => ops.filter((ev) => ev.name === 'asked').length === 3);
+    await until(() => ops.filter((ev) => ev.name === 'asked').length === 3, {
+      what: "ops.filter((ev) => ev.name === 'asked').length === 3",
+    });
     expect(ta.length).toBe(before);
     await e.answerConfirmation('a', 'c9', { approve: false, remember: false });
     await later;
