@@ -30,6 +30,7 @@ const SEAM_INTERFACES = new Set([
   'inbox/inbox-feed.ts',
   'ledger/round-ledger.ts',
   'limits/limits.ts',
+  'executors/call-progress.ts',
 ]);
 /** Packages only app/ imports (implementations and the worker's handlers). */
 const APP_ONLY_PACKAGES = ['@tool-dispatch/worker'];

@@ -1,6 +1,7 @@
 import type { ConfirmAnswer, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { DispatchEvent } from './events/event-bus.js';
 import type {
+  AsyncRoundReply,
   CatalogView,
   Grant,
   HistoryEntry,
@@ -9,13 +10,24 @@ import type {
   InputAnswer,
   ParkedInput,
   RoundResponse,
+  RoundView,
   SessionInput,
   SessionState,
   SubmitRoundInput,
   ToolsView,
 } from './model.js';
 
-export type { CatalogView, SessionInput, SubmitRoundInput, ToolSource, ToolsView } from './model.js';
+export type {
+  AsyncRoundReply,
+  CallState,
+  CatalogView,
+  RoundCallState,
+  RoundView,
+  SessionInput,
+  SubmitRoundInput,
+  ToolSource,
+  ToolsView,
+} from './model.js';
 export { RequestError, type RequestErrorCode } from './request-error.js';
 
 /** The coordinator's engine as the HTTP layer (and embedded users) see it. */
@@ -26,6 +38,32 @@ export interface Dispatcher {
   toolsFor(session: string): Promise<ToolsView>;
   /** Runs a round through the three passes. Throws RequestError for 404/409/400-class problems. */
   submitRound(input: SubmitRoundInput): Promise<RoundResponse>;
+  /**
+   * (v1.3) Starts a round and answers at once (`Prefer: respond-async`): `running` with its id
+   * once it is stored (any coordinator then answers `getRound` for it), or `done` with its answer
+   * when it had already ended (an Idempotency-Key retry of a finished round). The round runs as if
+   * the caller waited; `input.signal` does not reach it, `input.cancel` does. Throws as `submitRound`.
+   */
+  submitRoundAsync(input: SubmitRoundInput): Promise<AsyncRoundReply>;
+  /**
+   * (v1.3) A round as the store has it: `done` with the answer the waiting `submitRound` gave (the
+   * same every time, on any coordinator), or `running` with each call's state; null when the
+   * session's run has no such round (or its TD_ROUND_RETENTION_MS passed). `waitMs` (at most
+   * 60000) holds on until the round's commit (`round.completed`), or the time passes, or `signal`
+   * aborts. A round its coordinator gave up throws RequestError('round_failed').
+   */
+  getRound(
+    session: string,
+    run: string,
+    round: string,
+    opts?: { waitMs?: number; signal?: AbortSignal },
+  ): Promise<RoundView | null>;
+  /**
+   * (v1.3) Cancels one round (one submitted with `submitRoundAsync`) on whichever coordinator runs
+   * it: its calls end `cancelled` as with `cancelRun`; the number that did. Throws
+   * RequestError('session_not_found').
+   */
+  cancelRound(session: string, run: string, round: string): Promise<number>;
   subscribe(session: string, lastEventId: string | undefined, onEvent: (e: DispatchEvent) => void): Promise<() => void>;
   pendingConfirmations(session: string): Promise<PendingConfirmation[]>;
   /** Throws RequestError('confirmation_not_found' | 'confirmation_ambiguous'). */

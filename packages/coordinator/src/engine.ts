@@ -3,11 +3,13 @@ import { type DispatchConfig, type Executor, newId, type ToolDefinition } from '
 import type { ConfirmAnswer, ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 import type { CatalogView, Dispatcher } from './dispatcher.js';
 import type { DispatchEvent, EventBus } from './events/event-bus.js';
+import type { CallProgress } from './executors/call-progress.js';
 import type { InboxFeed } from './inbox/inbox-feed.js';
 import type { InputHub } from './inputs/input-hub.js';
 import type { RoundLedger, RunCancelBus } from './ledger/round-ledger.js';
 import type { Limits } from './limits/limits.js';
 import type {
+  AsyncRoundReply,
   Grant,
   HistoryEntry,
   InboxChange,
@@ -29,8 +31,11 @@ import { answerInput, inputAnswered } from './passes/park.js';
 import { runnableTools } from './passes/preflight.js';
 import { RequestError } from './request-error.js';
 import type { RoundAdmission } from './round/admission.js';
+import { type AsyncRoundDeps, submitRoundAsync } from './round/async-round.js';
 import { putSession } from './round/put-session.js';
 import { DEFAULT_LEASE_MS, type RoundRecovery } from './round/recovery.js';
+import { totalCancelled } from './round/round-cancels.js';
+import { roundView } from './round/round-view.js';
 import { roundsOf } from './round/rounds-of.js';
 import { type RoundsDeps, sessionNotFound, submitRound } from './round/submit-round.js';
 import { Catalog, sessionSpecs } from './rules/catalog.js';
@@ -82,6 +87,8 @@ export interface EngineOptions {
   log?: (line: string) => void;
   /** A round taken over from a coordinator that stopped renewing its lease. */
   onRecover?: (ref: RoundRef, from: { coordinator: string; decided: boolean }) => void;
+  /** (v1.3) Where the executor's calls are (`getRound`'s call states): the LocalExecutor embedded, outcome keys distributed. */
+  callProgress?: CallProgress;
 }
 
 /** Observation points for tracing and metrics; all optional. */
@@ -105,6 +112,8 @@ export class Engine implements Dispatcher {
   private readonly recovery: RoundRecovery | undefined;
   private draining = false;
   private readonly admission: RoundAdmission;
+  /** (v1.3) Rounds that outlive their request: their views, waits and own cancels. */
+  private readonly asyncRounds: AsyncRoundDeps;
   /** Aborted once a drain's grace has passed: parked calls' waits let go. */
   private readonly parkRelease = new AbortController();
   private readonly log: (line: string) => void;
@@ -126,7 +135,11 @@ export class Engine implements Dispatcher {
     for (const def of options.tools ?? []) this.tools.register(def);
     this.coordinatorId = options.coordinatorId ?? newId('coord');
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    ({ rounds: this.rounds, admission: this.admission } = roundsOf({
+    ({
+      rounds: this.rounds,
+      admission: this.admission,
+      asyncRounds: this.asyncRounds,
+    } = roundsOf({
       ...options,
       confirmations,
       inputs,
@@ -170,12 +183,31 @@ export class Engine implements Dispatcher {
     }
   }
 
+  async submitRoundAsync(input: SubmitRoundInput): Promise<AsyncRoundReply> {
+    if (this.draining)
+      throw new RequestError('shutting_down', 'the coordinator is shutting down; retry on another one');
+    await this.syncCatalog();
+    return submitRoundAsync(this.asyncRounds, input);
+  }
+
+  getRound(session: string, run: string, round: string, opts?: { waitMs?: number; signal?: AbortSignal }) {
+    return roundView(this.asyncRounds.views, { session, run, round }, opts);
+  }
+
+  async cancelRound(session: string, run: string, round: string): Promise<number> {
+    await this.requireSession(session);
+    const elsewhere = this.options.runCancels?.cancelElsewhere(session, run, round);
+    return totalCancelled(this.asyncRounds.cancels.cancel({ session, run, round }), elsewhere);
+  }
+
   /**
    * Starts the heartbeat and the takeover of dead coordinators' rounds (distributed mode; see
    * RoundRecovery), and hearing the cancels other coordinators are sent for this one's rounds.
    */
   async startRecovery(intervalMs?: number): Promise<void> {
-    await this.options.runCancels?.start((session, run) => this.rounds.runs.cancel(session, run));
+    await this.options.runCancels?.start((session, run, round) =>
+      round ? this.asyncRounds.cancels.cancel({ session, run, round }) : this.rounds.runs.cancel(session, run),
+    );
     await this.recovery?.start(intervalMs);
   }
 
@@ -244,11 +276,8 @@ export class Engine implements Dispatcher {
 
   async cancelRun(session: string, run: string): Promise<number> {
     await this.requireSession(session);
-    const [here, elsewhere] = await Promise.all([
-      this.rounds.runs.cancel(session, run),
-      this.options.runCancels?.cancelElsewhere(session, run) ?? 0,
-    ]);
-    return here + elsewhere;
+    const elsewhere = this.options.runCancels?.cancelElsewhere(session, run);
+    return totalCancelled(this.rounds.runs.cancel(session, run), elsewhere);
   }
 
   /** API.md's `{round, run, at, ...Result}` per entry (the paths kept for file_history stay inside). */

@@ -8,9 +8,12 @@ import type {
   ExecOutcome,
   NeutralTool,
   ResultBudget,
+  RoundCallState,
   ToolDefinition,
   ToolSpec,
 } from '@tool-dispatch/shared';
+
+export type { CallState, RoundCallState } from '@tool-dispatch/shared';
 
 /** A call in the engine's one shape, whatever shape it arrived in. */
 export interface NormalCall {
@@ -160,6 +163,20 @@ export interface RoundResponse {
   round: string;
   results: CallResult[];
 }
+
+/**
+ * (v1.3) What `Dispatcher.submitRoundAsync` answers: the round goes on (`running`, its answer
+ * later from `getRound`), or it had already ended (a retry under the Idempotency-Key of a finished
+ * round, or one that finished before the reply) with its answer.
+ */
+export type AsyncRoundReply =
+  | { status: 'running'; round: string; run: string }
+  | { status: 'done'; response: RoundResponse };
+
+/** (v1.3) A round as `Dispatcher.getRound` sees it: its answer once done, else where each call is. */
+export type RoundView =
+  | { status: 'done'; response: RoundResponse }
+  | { status: 'running'; round: string; run: string; calls: RoundCallState[] };
 
 /** What one round's passes share: which round, the session as the round read it, the run's signal and its owner. */
 export interface RoundContext {

@@ -24,6 +24,11 @@ export const MAX_QUEUE_SHARDS = 64;
  * write) and in embedded mode (swept from memory) alike.
  */
 export const DEFAULT_SESSION_TTL_MS = 7 * 24 * 60 * 60_000;
+/**
+ * TD_ROUND_RETENTION_MS (v1.3): how long a finished round's answer (what `GET .../rounds/{round}`
+ * serves) and its Idempotency-Key record are kept after the round ends; then 404, and the key is free.
+ */
+export const DEFAULT_ROUND_RETENTION_MS = 24 * 60 * 60_000;
 /** TD_FINISHED_JOB_RETENTION_MS: how long BullMQ keeps a completed job (an enqueue under its id is a no-op meanwhile). */
 export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
 /** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed call's outcome key stays (a redelivery after a worker died reads it). */
@@ -97,6 +102,8 @@ export interface DispatchConfig {
   queueShards: number;
   /** TD_SESSION_TTL_MS: how long an idle session (and all its state) is kept. */
   sessionTtlMs: number;
+  /** TD_ROUND_RETENTION_MS (v1.3): how long a finished round's answer and its idempotency record are kept after it ends. */
+  roundRetentionMs: number;
   /**
    * TD_REDIS_TLS_CA: path of a PEM file of the CA (or CAs) that signed Redis's certificate, trusted
    * (in addition to Node's roots) by every Redis connection of a `rediss://` URL, and only by those.
@@ -293,6 +300,9 @@ export function resolveConfig(
     queueShards: options.queueShards ?? queueShardsOf(env.TD_QUEUE_SHARDS),
     sessionTtlMs:
       options.sessionTtlMs ?? positiveInt(env.TD_SESSION_TTL_MS, DEFAULT_SESSION_TTL_MS, 'TD_SESSION_TTL_MS'),
+    roundRetentionMs:
+      options.roundRetentionMs ??
+      positiveInt(env.TD_ROUND_RETENTION_MS, DEFAULT_ROUND_RETENTION_MS, 'TD_ROUND_RETENTION_MS'),
     redisTlsCaFile: options.redisTlsCaFile ?? (env.TD_REDIS_TLS_CA || undefined),
     jobName: options.jobName ?? jobNameOf(env.TD_JOB_NAME),
     jobCalls: options.jobCalls ?? jobCallsOf(env.TD_JOB_CALLS),

@@ -28,6 +28,7 @@ export {
   DEFAULT_REDIS_REPLICA_ACKS,
   DEFAULT_REDIS_WAIT_MS,
   DEFAULT_ROUND_QUEUE_MS,
+  DEFAULT_ROUND_RETENTION_MS,
   DEFAULT_SANDBOX_FILE_MB,
   DEFAULT_SANDBOX_MEMORY_MB,
   DEFAULT_SANDBOX_PIDS,
@@ -77,13 +78,17 @@ export type {
   AdmissionErrorCode,
   Approval,
   CallResult,
+  CallState,
   ErrorCode,
   FailureKind,
   ResultError,
+  RoundAccepted,
+  RoundCallState,
+  RoundRunning,
   Status,
   StopStatus,
 } from './result.js';
-export { assertNever, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
+export { assertNever, CALL_STATES, ERROR_CODES, FAILURES, isSuccess, STATUSES } from './result.js';
 export type { Artifact, JobBudget, ResultBudget, TruncatedOutput } from './result-budget.js';
 export {
   artifactPath,

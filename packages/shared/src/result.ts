@@ -120,3 +120,29 @@ export function assertNever(value: never, what = 'value'): never {
 export function isSuccess(status: Status): boolean {
   return status === 'ok' || status === 'deduped' || status === 'cached';
 }
+
+/**
+ * (v1.3) Where a call of a running round is (API.md "Rounds that outlive their request"), as
+ * `GET .../rounds/{round}` answers while the round runs.
+ */
+export const CALL_STATES = ['queued', 'running', 'waiting_for_approval', 'waiting_for_input', 'done'] as const;
+export type CallState = (typeof CALL_STATES)[number];
+
+/** (v1.3) One call of a running round: its id and tool name (run_tool unwrapped), and its state. */
+export interface RoundCallState {
+  id: string;
+  name: string;
+  state: CallState;
+}
+
+/** (v1.3) The `202` of `POST .../rounds` with `Prefer: respond-async`: the round goes on, its answer at `Location`. */
+export interface RoundAccepted {
+  round: string;
+  run: string;
+  status: 'running';
+}
+
+/** (v1.3) The `202` of `GET .../rounds/{round}` while the round runs. */
+export interface RoundRunning extends RoundAccepted {
+  calls: RoundCallState[];
+}

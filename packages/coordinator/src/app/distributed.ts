@@ -33,6 +33,7 @@ import {
 import { RedisConfirmHub } from '../confirm/redis.js';
 import { Engine, type EngineHooks } from '../engine.js';
 import { RedisEventBus } from '../events/redis.js';
+import { QueueCallProgress } from '../executors/queue/call-progress.js';
 import { QueueExecutor } from '../executors/queue/queue-executor.js';
 import { mountQueueDashboard } from '../http/dashboard.js';
 import type { McpHooks } from '../http/mcp/mcp-service.js';
@@ -190,6 +191,7 @@ export async function createDistributedEngine(
       redis,
       prefix,
       sessionTtlMs: config.sessionTtlMs,
+      roundRetentionMs: config.roundRetentionMs,
       events: { replayMs },
       queueNames: executor.allQueues().map((q) => q.name),
       durability: new ReplicaAcks(redis, config.redisReplicaAcks, config.redisWaitMs),
@@ -200,6 +202,7 @@ export async function createDistributedEngine(
     inboxFeed: new RedisInboxFeed({ redis, prefix }),
     limits: new RedisLimits({ redis, prefix, owner: executor.coordinatorId, onError: onceInARow(log, 'limits') }),
     workersAlive: () => executor.workersAlive(),
+    callProgress: new QueueCallProgress(redis, redisKeys(prefix)),
     ledger: new RedisLedger(redis, prefix),
     runCancels: new RedisRunCancels(redis, prefix, executor.coordinatorId),
     coordinatorId: executor.coordinatorId,

@@ -40,10 +40,14 @@ export async function createEngine(options: CreateEngineOptions): Promise<Engine
     sandbox: _sandbox,
     ...rest
   } = options;
+  const exec = executor ?? embeddedExecutor(options);
+  const { sessionTtlMs, roundRetentionMs } = options.config;
   return new Engine({
     ...rest,
-    executor: executor ?? embeddedExecutor(options),
-    store: store ?? new MemoryStore({ sessionTtlMs: options.config.sessionTtlMs }),
+    executor: exec,
+    // (v1.3) A running round's calls, as far as this process's executor got with them.
+    ...(rest.callProgress || !(exec instanceof LocalExecutor) ? {} : { callProgress: exec }),
+    store: store ?? new MemoryStore({ sessionTtlMs, roundRetentionMs }),
     events: events ?? new MemoryEventBus(Date.now, Math.min(EVENT_REPLAY_MS, options.config.sessionTtlMs)),
     confirmations: confirmations ?? new MemoryConfirmHub(),
     inputs: inputs ?? new MemoryInputHub(),

@@ -8,7 +8,7 @@ import type { RunCancelBus } from './round-ledger.js';
 export const RUN_CANCEL_REPLY_MS = 3_000;
 
 type Message =
-  | { kind: 'cancel'; id: string; from: string; session: string; run: string }
+  | { kind: 'cancel'; id: string; from: string; session: string; run: string; round?: string }
   | { kind: 'cancelled'; id: string; from: string; cancelled: number };
 
 interface Asked {
@@ -28,7 +28,7 @@ export class RedisRunCancels implements RunCancelBus {
   private readonly alive: string;
   private readonly asked = new Map<string, Asked>();
   private subscribed: Promise<unknown> | undefined;
-  private cancelHere: ((session: string, run: string) => Promise<number>) | undefined;
+  private cancelHere: ((session: string, run: string, round?: string) => Promise<number>) | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -45,13 +45,13 @@ export class RedisRunCancels implements RunCancelBus {
     });
   }
 
-  start(cancelHere: (session: string, run: string) => Promise<number>): Promise<void> {
+  start(cancelHere: (session: string, run: string, round?: string) => Promise<number>): Promise<void> {
     this.cancelHere = cancelHere;
     this.subscribed ??= this.subscriber.subscribe(this.channel);
     return this.subscribed.then(() => undefined);
   }
 
-  async cancelElsewhere(session: string, run: string): Promise<number> {
+  async cancelElsewhere(session: string, run: string, round?: string): Promise<number> {
     await this.subscribed;
     const others = (await this.redis.zrangebyscore(this.alive, Date.now(), '+inf')).filter(
       (c) => c !== this.coordinatorId,
@@ -66,7 +66,7 @@ export class RedisRunCancels implements RunCancelBus {
     });
     this.asked.set(id, asked);
     try {
-      await this.publish({ kind: 'cancel', id, from: this.coordinatorId, session, run });
+      await this.publish({ kind: 'cancel', id, from: this.coordinatorId, session, run, ...(round ? { round } : {}) });
       await answered;
       return asked.cancelled;
     } finally {
@@ -86,7 +86,7 @@ export class RedisRunCancels implements RunCancelBus {
     }
     const cancelHere = this.cancelHere;
     if (m.kind !== 'cancel' || !cancelHere) return;
-    cancelHere(m.session, m.run).then(
+    cancelHere(m.session, m.run, typeof m.round === 'string' ? m.round : undefined).then(
       (cancelled) => this.publish({ kind: 'cancelled', id: m.id, from: this.coordinatorId, cancelled }),
       () => this.publish({ kind: 'cancelled', id: m.id, from: this.coordinatorId, cancelled: 0 }),
     );

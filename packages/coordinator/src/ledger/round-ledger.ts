@@ -36,9 +36,12 @@ export function parseRoundMember(member: string): RoundRef | undefined {
  * reached: each cancels the run's rounds it is running and says how many calls that ended.
  */
 export interface RunCancelBus {
-  /** Starts hearing other coordinators' cancels; `cancelHere` cancels this coordinator's rounds of the run. */
-  start(cancelHere: (session: string, run: string) => Promise<number>): Promise<void>;
-  /** Asks every other live coordinator to cancel the run; the calls that ended cancelled there. */
-  cancelElsewhere(session: string, run: string): Promise<number>;
+  /**
+   * Starts hearing other coordinators' cancels; `cancelHere` cancels this coordinator's rounds of
+   * the run (v1.3: with `round`, only that round).
+   */
+  start(cancelHere: (session: string, run: string, round?: string) => Promise<number>): Promise<void>;
+  /** Asks every other live coordinator to cancel the run (or one round of it); the calls that ended cancelled there. */
+  cancelElsewhere(session: string, run: string, round?: string): Promise<number>;
   close(): Promise<void>;
 }

@@ -1,4 +1,5 @@
 import type { DispatchConfig, Executor } from '@tool-dispatch/shared';
+import type { CallProgress } from '../executors/call-progress.js';
 import type { RoundLedger } from '../ledger/round-ledger.js';
 import type { Limits } from '../limits/limits.js';
 import type { RoundHooks, RoundRef } from '../model.js';
@@ -6,7 +7,11 @@ import type { Catalog } from '../rules/catalog.js';
 import type { NamedLimits } from '../rules/named-limits.js';
 import { ActiveRuns, runSignalListeners } from './active-runs.js';
 import { RoundAdmission } from './admission.js';
+import type { AsyncRoundDeps } from './async-round.js';
 import { RoundRecovery } from './recovery.js';
+import { RoundCancels } from './round-cancels.js';
+import type { RoundViewDeps } from './round-view.js';
+import { RoundWaiters } from './round-waiters.js';
 import type { RoundDeps } from './run-round.js';
 import { type RoundsDeps, startRound } from './submit-round.js';
 
@@ -28,10 +33,16 @@ export interface RoundsSetup extends Pick<RoundDeps, 'store' | 'events' | 'confi
   syncCatalog(): Promise<void>;
   onError?: ((error: Error) => void) | undefined;
   onRecover?: ((ref: RoundRef, from: { coordinator: string; decided: boolean }) => void) | undefined;
+  /** (v1.3) Where the executor's calls are, for a running round's view. */
+  callProgress?: CallProgress | undefined;
 }
 
 /** The passes' seams, the rounds in flight, their admission (TD_MAX_ROUNDS_IN_FLIGHT) and, with a ledger, their recovery. */
-export function roundsOf(s: RoundsSetup): { rounds: RoundsDeps; admission: RoundAdmission } {
+export function roundsOf(s: RoundsSetup): {
+  rounds: RoundsDeps;
+  admission: RoundAdmission;
+  asyncRounds: AsyncRoundDeps;
+} {
   const { config, hooks } = s;
   const deps: RoundDeps = {
     store: s.store,
@@ -70,5 +81,14 @@ export function roundsOf(s: RoundsSetup): { rounds: RoundsDeps; admission: Round
       onError: s.onError,
       onRecover: s.onRecover,
     });
-  return { rounds, admission };
+  const views: RoundViewDeps = {
+    store: s.store,
+    confirmations: s.confirmations,
+    inputs: s.inputs,
+    progress: s.callProgress,
+    waiters: new RoundWaiters(s.events),
+  };
+  const onError = s.onError ?? (() => {});
+  const asyncRounds = { rounds, views, cancels: new RoundCancels(), admit: () => admission.admit(), onError };
+  return { rounds, admission, asyncRounds };
 }

@@ -6,7 +6,7 @@ import { isDedupable } from '../rules/dedupe.js';
 import { comparedCallOf, normalizeCall, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
-import type { BeginRound } from '../store/store.js';
+import type { BeginRound, RoundCallName } from '../store/store.js';
 import { within } from '../support/settle.js';
 import type { ActiveRuns } from './active-runs.js';
 import { awaitRound } from './await-round.js';
@@ -26,7 +26,30 @@ export interface RoundsDeps {
  * first submission's answer instead, wherever it runs.
  */
 export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promise<RoundResponse> {
+  const begun = await beginSubmitted(r, input);
+  if (begun.kind === 'new') return begun.run();
+  const recovery = r.recovery;
+  const adopt = recovery ? (owner: string) => recovery.adoptOrphan(begun.ref, owner) : undefined;
+  return awaitRound(r.deps.store, begun.ref, input.signal, adopt);
+}
+
+/**
+ * A submitted round begun: `new` (stored; `run` runs it through the passes) or `existing` (the
+ * round its Idempotency-Key already names, running or done, wherever it runs). Throws the
+ * refusals (no session, a key used for other calls, the store away).
+ */
+export type BegunRound =
+  | { kind: 'new'; ref: RoundRef; run: () => Promise<RoundResponse> }
+  | { kind: 'existing'; ref: RoundRef };
+
+export async function beginSubmitted(
+  r: RoundsDeps,
+  input: SubmitRoundInput,
+  /** A cancel of the round's own, made once its id is known (replacing `input.cancel`). */
+  cancelOf?: (ref: RoundRef) => AbortSignal,
+): Promise<BegunRound> {
   const ref: RoundRef = { session: input.session, run: input.run, round: newId('rnd') };
+  const cancel = cancelOf ? cancelOf(ref) : input.cancel;
   const { store, catalog } = r.deps;
   // Listed under this coordinator before it begins (same connection, so in that order): if this
   // coordinator dies, another finds the round and finishes it from the calls beginRound keeps.
@@ -37,14 +60,16 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
   const known = lookupKeys(calls, (name, args) => isDedupable(catalog.get(name), name, args));
   const dedupeKeys = [...new Set([...known.values()].map((k) => k.key))];
   const owner = r.recovery?.owner;
+  const started = roundStartedData(ref, calls);
   let begin: BeginRound;
   try {
     const beginning = store.beginRound({
       ...ref,
       idempotencyKey: input.idempotencyKey,
       callsHash: callsHashOf(input, calls),
+      callNames: started.calls as RoundCallName[],
       ...(owner ? { owner, calls: stored } : {}),
-      ...(store.appendsEvents ? { started: roundStartedData(ref, calls) } : {}),
+      ...(store.appendsEvents ? { started } : {}),
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
     });
     // The listing too: a command the client lost would leave the request waiting for ever.
@@ -63,19 +88,13 @@ export async function submitRound(r: RoundsDeps, input: SubmitRoundInput): Promi
         'idempotency_conflict',
         `Idempotency-Key ${input.idempotencyKey} was used in this run for different calls`,
       );
-    case 'existing': {
-      const held = { ...ref, round: begin.record.round };
-      const recovery = r.recovery;
-      const adopt = recovery ? (owner: string) => recovery.adoptOrphan(held, owner) : undefined;
-      return awaitRound(store, held, input.signal, adopt);
-    }
+    case 'existing':
+      return { kind: 'existing', ref: { ...ref, round: begin.record.round } };
     case 'new': {
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
-      return startRound(r, ref, begin.session, {
-        rawCalls: input.calls,
-        read,
-        ...(input.cancel ? { cancel: input.cancel } : {}),
-      });
+      const start: RoundStart = { rawCalls: input.calls, read, ...(cancel ? { cancel } : {}) };
+      const session = begin.session;
+      return { kind: 'new', ref, run: () => startRound(r, ref, session, start) };
     }
     default:
       return assertNever(begin, 'beginRound outcome');

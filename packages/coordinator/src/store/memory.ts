@@ -1,4 +1,4 @@
-import { DEFAULT_SESSION_TTL_MS } from '@tool-dispatch/shared';
+import { DEFAULT_ROUND_RETENTION_MS, DEFAULT_SESSION_TTL_MS } from '@tool-dispatch/shared';
 import rfdc from 'rfdc';
 import type {
   CachedResult,
@@ -29,6 +29,10 @@ interface KeptRound extends RoundRecord {
   origin?: string;
   calls?: unknown[];
   planned?: StoredPlanned[];
+  /** The Idempotency-Key it holds, forgotten with it once its retention has passed. */
+  idempotencyKey?: string;
+  /** (v1.3) Epoch ms past which a finished round is forgotten (TD_ROUND_RETENTION_MS after it ended). */
+  expiresAt?: number;
 }
 
 /**
@@ -60,6 +64,8 @@ export interface MemoryStoreOptions {
    * histories, dedupe maps, rounds and idempotency keys, as Redis expires them (default 7 days).
    */
   sessionTtlMs?: number;
+  /** TD_ROUND_RETENTION_MS (v1.3): a finished round and its idempotency key are kept this long after it ends (default a day). */
+  roundRetentionMs?: number;
 }
 
 /** The embedded-mode Store: plain maps in this process, with the same rules as RedisStore. */
@@ -71,6 +77,7 @@ export class MemoryStore implements Store {
   private readonly cache = new Map<string, { value: CachedResult; expiresAt: number }>();
   private readonly now: () => number;
   private readonly ttlMs: number;
+  private readonly retentionMs: number;
   private sweptAt: number;
 
   constructor(options: MemoryStoreOptions | (() => number) = {}) {
@@ -79,6 +86,9 @@ export class MemoryStore implements Store {
     this.ttlMs = resolved.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
     if (!Number.isInteger(this.ttlMs) || this.ttlMs < 1)
       throw new Error(`sessionTtlMs must be a positive integer, got ${this.ttlMs}`);
+    this.retentionMs = resolved.roundRetentionMs ?? DEFAULT_ROUND_RETENTION_MS;
+    if (!Number.isInteger(this.retentionMs) || this.retentionMs < 1)
+      throw new Error(`roundRetentionMs must be a positive integer, got ${this.retentionMs}`);
     this.sweptAt = this.now();
   }
 
@@ -247,7 +257,23 @@ export class MemoryStore implements Store {
   }
 
   private keptRound(session: string, run: string, round: string): KeptRound | undefined {
-    return this.bucket(session)?.rounds.get(`${run}\u0000${round}`);
+    const bucket = this.bucket(session);
+    return bucket && this.liveRound(bucket, run, round);
+  }
+
+  /** A round of the bucket, unless its retention has passed (then it goes, with its idempotency key). */
+  private liveRound(bucket: SessionBucket, run: string, round: string): KeptRound | undefined {
+    const key = `${run}\u0000${round}`;
+    const r = bucket.rounds.get(key);
+    if (r?.expiresAt === undefined || r.expiresAt > this.now()) return r;
+    bucket.rounds.delete(key);
+    if (r.idempotencyKey !== undefined) bucket.idempotency.delete(`${run}\u0000${r.idempotencyKey}`);
+    return undefined;
+  }
+
+  /** A round that ended: kept for the retention from now on. */
+  private retain(r: KeptRound): void {
+    r.expiresAt = this.now() + this.retentionMs;
   }
 
   async beginRound(input: BeginRoundInput): Promise<BeginRound> {
@@ -257,13 +283,17 @@ export class MemoryStore implements Store {
     if (!bucket || !state) return { kind: 'no_session' };
     if (idempotencyKey !== undefined) {
       const existingId = bucket.idempotency.get(`${run}\u0000${idempotencyKey}`);
-      const existing = existingId ? bucket.rounds.get(`${run}\u0000${existingId}`) : undefined;
+      const existing = existingId ? this.liveRound(bucket, run, existingId) : undefined;
       if (existing)
-        return { kind: existing.callsHash === callsHash ? 'existing' : 'conflict', record: clone(existing) };
+        return { kind: existing.callsHash === callsHash ? 'existing' : 'conflict', record: recordOf(existing) };
       bucket.idempotency.set(`${run}\u0000${idempotencyKey}`, round);
     }
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: this.now() };
-    const kept: KeptRound = input.owner ? { ...record, owner: input.owner, calls: clone(input.calls ?? []) } : record;
+    if (input.callNames) record.callNames = clone(input.callNames);
+    const kept: KeptRound = input.owner
+      ? { ...record, owner: input.owner, calls: clone(input.calls ?? []) }
+      : { ...record };
+    if (idempotencyKey !== undefined) kept.idempotencyKey = idempotencyKey;
     bucket.rounds.set(`${run}\u0000${round}`, kept);
     const entries = this.runDedupe(session, run);
     const dedupe = new Map<string, DedupeEntry>();
@@ -305,6 +335,7 @@ export class MemoryStore implements Store {
     r.error = error;
     delete r.calls;
     delete r.planned;
+    this.retain(r);
     return true;
   }
 
@@ -331,15 +362,14 @@ export class MemoryStore implements Store {
       r.response = { round: input.round, results: kept.map(resultOf) };
       delete r.calls;
       delete r.planned;
+      this.retain(r);
     }
     return { fenced: false };
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
     const r = this.keptRound(session, run, round);
-    if (!r) return null;
-    const { owner: _owner, origin: _origin, calls: _calls, planned: _planned, ...record } = r;
-    return clone(record);
+    return r ? recordOf(r) : null;
   }
 
   async ping(): Promise<boolean> {
@@ -347,4 +377,13 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+}
+
+/** A kept round as its record (a copy), as RedisStore reads it: who runs it and who began it, while it runs. */
+function recordOf(r: KeptRound): RoundRecord {
+  const { owner, origin, calls: _calls, planned: _planned, idempotencyKey: _key, expiresAt: _at, ...record } = r;
+  const out: RoundRecord = clone(record);
+  if (r.state === 'running' && owner) out.owner = owner;
+  if (r.state === 'running' && origin) out.origin = origin;
+  return out;
 }

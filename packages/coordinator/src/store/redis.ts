@@ -1,4 +1,5 @@
 // long-file: the Redis store is one seam whose domain operations (begin, commit, takeover, sessions, dedupe, cache) each add their durability point (WAIT); a split would scatter one implementation of store.ts over files.
+import { DEFAULT_ROUND_RETENTION_MS } from '@tool-dispatch/shared';
 import {
   isNotDurable,
   type RedisKeys,
@@ -15,7 +16,6 @@ import type {
   GrantMatch,
   HistoryEntry,
   RoundRef,
-  RoundResponse,
   SessionState,
   StoredPlanned,
 } from '../model.js';
@@ -27,10 +27,9 @@ import { addSessionMembersScript, parseAddSessionMembersReply } from './lua/addS
 import { BeginRoundStatus, beginRoundScript, parseBeginRoundReply } from './lua/beginRound-5.lua.js';
 import { CommitRoundStatus, commitRoundScript, parseCommitRoundReply } from './lua/commitRound-5n.lua.js';
 import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDedupe-2.lua.js';
-import { failRoundScript, parseFailRoundReply } from './lua/failRound-1.lua.js';
-import { parseSaveDecisionsReply, saveDecisionsScript } from './lua/saveDecisions-1.lua.js';
-import { parseTakeRoundReply, TakeRoundStatus, takeRoundScript } from './lua/takeRound-1.lua.js';
+import { forgetKeyScript, parseForgetKeyReply } from './lua/forgetKey-1.lua.js';
 import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
+import { failRound, type RoundsAt, retainRound, roundRecordOf, saveDecisions, takeRound } from './redis-rounds.js';
 import type {
   BeginRound,
   BeginRoundInput,
@@ -49,6 +48,8 @@ export interface RedisStoreOptions {
   prefix: string;
   /** Sliding TTL of every session-scoped key, refreshed on write (default 7 days). */
   sessionTtlMs?: number;
+  /** TD_ROUND_RETENTION_MS (v1.3): a finished round and its idempotency key are kept this long after it ends (default a day). */
+  roundRetentionMs?: number;
   /**
    * Append each round's events to the session's stream (the one RedisEventBus reads) within
    * beginRound and commitRound, with this replay window; absent, the caller publishes them.
@@ -80,6 +81,7 @@ export class RedisStore implements Store {
   private readonly probeTags: readonly string[];
   private readonly keys: RedisKeys;
   private readonly ttlMs: number;
+  private readonly rounds: RoundsAt;
   private readonly events: EventStreamWriter | undefined;
   readonly appendsEvents: boolean;
   private readonly durability: ReplicaAcks | undefined;
@@ -90,6 +92,10 @@ export class RedisStore implements Store {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
     this.ttlMs = ttl;
+    const retentionMs = options.roundRetentionMs ?? DEFAULT_ROUND_RETENTION_MS;
+    if (!Number.isInteger(retentionMs) || retentionMs < 1)
+      throw new Error(`roundRetentionMs must be a positive integer, got ${retentionMs}`);
+    this.rounds = { redis: this.redis, retentionMs };
     this.events = options.events ? new EventStreamWriter(this.keys, options.events.replayMs) : undefined;
     this.appendsEvents = this.events !== undefined;
     this.durability = options.durability?.enabled ? options.durability : undefined;
@@ -225,7 +231,11 @@ export class RedisStore implements Store {
       events ? JSON.stringify(input.completed) : '',
       ...this.itemArgs(session, items, keys),
     ];
-    const status = parseCommitRoundReply(await runScript(this.redis, commitRoundScript, keys, args));
+    const committing = runScript(this.redis, commitRoundScript, keys, args);
+    // Sent behind the commit on the same connection (no round trip of its own): the retention.
+    const retained = retainRound(this.rounds, keys[0] as string);
+    const status = parseCommitRoundReply(await committing);
+    await retained;
     if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
     // No answer leaves before its commit is acknowledged; unacknowledged, the round is kept for a
@@ -280,35 +290,22 @@ export class RedisStore implements Store {
     for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
   }
 
-  async takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
-    const key = this.keys.round(session, run, round);
-    const reply = parseTakeRoundReply(await runScript(this.redis, takeRoundScript, [key], [owner]));
-    if (reply.status === TakeRoundStatus.Done) return { kind: 'done' };
-    if (reply.status === TakeRoundStatus.Missing) return { kind: 'missing' };
-    const calls = tryParseJson(reply.calls);
-    if (!Array.isArray(calls)) return { kind: 'missing' };
-    const planned = tryParseJson(reply.planned);
-    const taken: TakenRound = { kind: 'taken', calls, origin: reply.origin };
-    if (Array.isArray(planned)) taken.planned = planned as StoredPlanned[];
-    return taken;
+  takeRound(session: string, run: string, round: string, owner: string): Promise<TakenRound> {
+    return takeRound(this.rounds, this.keys.round(session, run, round), owner);
   }
 
-  async saveDecisions(
+  saveDecisions(
     session: string,
     run: string,
     round: string,
     owner: string,
     planned: StoredPlanned[],
   ): Promise<boolean> {
-    const key = this.keys.round(session, run, round);
-    return parseSaveDecisionsReply(
-      await runScript(this.redis, saveDecisionsScript, [key], [owner, JSON.stringify(planned)]),
-    );
+    return saveDecisions(this.rounds, this.keys.round(session, run, round), owner, planned);
   }
 
-  async failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
-    const key = this.keys.round(session, run, round);
-    return parseFailRoundReply(await runScript(this.redis, failRoundScript, [key], [owner, error]));
+  failRound(session: string, run: string, round: string, owner: string, error: string): Promise<boolean> {
+    return failRound(this.rounds, this.keys.round(session, run, round), owner, error);
   }
 
   async history(session: string, tool?: string, last?: number): Promise<HistoryEntry[]> {
@@ -317,12 +314,13 @@ export class RedisStore implements Store {
     return items.map((item) => tryParseJson(item) as HistoryEntry).filter((e) => e !== undefined);
   }
 
-  async beginRound(input: BeginRoundInput): Promise<BeginRound> {
+  async beginRound(input: BeginRoundInput, again = true): Promise<BeginRound> {
     const { session, run, round, idempotencyKey, callsHash } = input;
     const owner = input.owner ?? '';
     const events = input.started && this.events?.prepare(session);
     const dedupeKeys = input.dedupeKeys ?? [];
     const record: RoundRecord = { round, session, run, callsHash, state: 'running', createdAt: Date.now() };
+    if (input.callNames) record.callNames = input.callNames;
     const { state: _state, ...stored } = record;
     const k = this.keys;
     const keys = [
@@ -360,7 +358,12 @@ export class RedisStore implements Store {
       return { kind: 'new', record, session: state, dedupe };
     }
     const held = await this.getRound(session, run, reply.round);
-    // The key outlived its round record (both share a TTL, so only after manual deletion): report what is known.
+    // The key outlived its round (TD_ROUND_RETENTION_MS passed): it is forgotten, and begins this round.
+    if (!held && again && idempotencyKey !== undefined) {
+      parseForgetKeyReply(await runScript(this.redis, forgetKeyScript, [keys[1] as string], [reply.round]));
+      return this.beginRound(input, false);
+    }
+    // Still there after that (deleted by hand meanwhile): report what is known.
     const fallback: RoundRecord = { round: reply.round, session, run, callsHash: '', state: 'running', createdAt: 0 };
     return { kind: reply.status, record: held ?? fallback };
   }
@@ -384,28 +387,20 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Store.confirmServed: a write on the round record's node (its TTL set again), so this
+   * Store.confirmServed: a write on the round record's node (a key beside it), so this
    * connection's WAIT covers everything that node had when the answer was read (a replica that
    * acknowledges it holds the whole stream before it), the commit of another coordinator included.
    */
   async confirmServed(ref: RoundRef): Promise<void> {
     if (!this.durability) return;
     const key = this.keys.round(ref.session, ref.run, ref.round);
-    await this.redis.pexpire(key, this.ttlMs);
+    // A key of its own in the round's slot: the round's TTL (its retention) is left as it is.
+    await this.redis.set(`${key}:served`, '1', 'PX', READY_PROBE_TTL_MS);
     await this.durable(key, `round ${ref.round}'s answer`, 'it is not served before it is');
   }
 
   async getRound(session: string, run: string, round: string): Promise<RoundRecord | null> {
-    const hash = await this.redis.hgetall(this.keys.round(session, run, round));
-    const stored = tryParseJson(hash.record) as Omit<RoundRecord, 'state'> | undefined;
-    if (!stored) return null;
-    const response = tryParseJson(hash.response) as RoundResponse | undefined;
-    const state = hash.state === 'done' || hash.state === 'failed' ? hash.state : 'running';
-    const record: RoundRecord = { ...stored, state };
-    if (response) record.response = response;
-    if (state === 'failed') record.error = hash.error ?? 'the round failed';
-    if (state === 'running' && hash.owner) record.owner = hash.owner;
-    return record;
+    return roundRecordOf(await this.redis.hgetall(this.keys.round(session, run, round)));
   }
 
   /**

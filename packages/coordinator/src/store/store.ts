@@ -40,6 +40,19 @@ export interface RoundRecord {
   createdAt: number;
   /** The coordinator running it (distributed mode, while it runs): a retry checks it still lists it. */
   owner?: string;
+  /**
+   * The coordinator that began it, when another took it over (while it runs): its calls' outcomes
+   * are kept under that one's name. Absent: `owner`.
+   */
+  origin?: string;
+  /** (v1.3) Each call's id and tool name (run_tool unwrapped), in call order: the running round's view lists them. */
+  callNames?: RoundCallName[];
+}
+
+/** (v1.3) A call of a round as its record lists it. */
+export interface RoundCallName {
+  id: string;
+  name: string;
 }
 
 /** What a takeover finds of a round (`Store.takeRound`). */
@@ -82,6 +95,8 @@ export interface BeginRoundInput {
   started?: Record<string, unknown>;
   /** Dedupe keys of the run to read with the begin (`findDedupeMany` in the same step). */
   dedupeKeys?: readonly string[];
+  /** (v1.3) Kept in the round's record (`RoundRecord.callNames`), for the running round's view. */
+  callNames?: RoundCallName[];
 }
 
 /** What `Store.commitRound` takes. */
@@ -148,7 +163,9 @@ export interface Store {
    * undefined): `new` (with the session as it is now) when the key is unused, `existing` when it
    * names a round with the same calls, `conflict` otherwise; `no_session`, writing nothing, when
    * the session does not exist. With `owner`, the round is recorded as that coordinator's, with
-   * its `calls`, so another coordinator can take it over (`takeRound`).
+   * its `calls`, so another coordinator can take it over (`takeRound`). (v1.3) A finished round
+   * is kept `roundRetentionMs` after it ends (committed or failed), then forgotten with its
+   * idempotency key: `getRound` says null, and the key begins a new round.
    */
   beginRound(input: BeginRoundInput): Promise<BeginRound>;
   /**
