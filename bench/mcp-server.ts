@@ -22,6 +22,9 @@ export interface McpServerFigures {
   /** µs per `calculate` through /mcp, and through the round API. */
   calcMcpUs: number;
   calcRoundUs: number;
+  /** µs per `calculate` through /mcp on protocol 2026-07-28 (stateless, the run from `_meta`), and through the round API. */
+  calc26McpUs: number;
+  calc26RoundUs: number;
   /** µs per upstream echo through tool-dispatch's /mcp, and straight to the upstream. */
   echoMcpUs: number;
   echoDirectUs: number;
@@ -48,8 +51,11 @@ const everythingBin = () => {
   return path.join(path.dirname(pkg), 'dist', 'index.js');
 };
 
-async function mcpClient(url: string): Promise<Client> {
-  const client = new Client({ name: 'bench-mcp-server', version: '1' });
+async function mcpClient(url: string, revision?: '2026-07-28'): Promise<Client> {
+  const client = new Client(
+    { name: 'bench-mcp-server', version: '1' },
+    revision ? { versionNegotiation: { mode: { pin: revision } } } : {},
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
@@ -122,7 +128,8 @@ export async function benchMcpServer(calls: number, progress: (s: string) => voi
     await td.putSession('bench-round', { provider: 'mcp' });
     const viaMcp = await mcpClient(`${base}/mcp`);
     const direct = await mcpClient(upstream);
-    clients.push(viaMcp, direct);
+    const viaMcp26 = await mcpClient(`${base}/mcp`, '2026-07-28');
+    clients.push(viaMcp, direct, viaMcp26);
     const ECHO = mcpToolName('everything', 'echo');
 
     progress(`mcp-server: ${calls} calculate calls through /mcp and through the round API, alternating`);
@@ -143,6 +150,24 @@ export async function benchMcpServer(calls: number, progress: (s: string) => voi
         if (results[0]?.status !== 'ok') throw new Error(`calculate through a round: ${JSON.stringify(results[0])}`);
       },
     );
+    progress(`mcp-server: ${calls} calculate calls through /mcp on 2026-07-28 and through the round API, alternating`);
+    const [calc26McpUs, calc26RoundUs] = await compare(
+      calls,
+      async (i) => {
+        const r = await viaMcp26.callTool({
+          name: 'calculate',
+          arguments: { expression: `${i}*11` },
+          _meta: { 'tool-dispatch/run': `calc26-mcp-${i + WARM}` },
+        });
+        expectOk('calculate through /mcp (2026-07-28)', r);
+      },
+      async (i) => {
+        const { results } = await td.submitRound('bench-round', `calc26-round-${i + WARM}`, [
+          { id: 'c', name: 'calculate', args: { expression: `${i}*11` } },
+        ]);
+        if (results[0]?.status !== 'ok') throw new Error(`calculate through a round: ${JSON.stringify(results[0])}`);
+      },
+    );
     progress(`mcp-server: ${calls} echo calls through /mcp to server-everything and straight to it, alternating`);
     const [echoMcpUs, echoDirectUs] = await compare(
       calls,
@@ -159,7 +184,7 @@ export async function benchMcpServer(calls: number, progress: (s: string) => voi
         expectOk('echo straight to server-everything', r);
       },
     );
-    return { calls, calcMcpUs, calcRoundUs, echoMcpUs, echoDirectUs };
+    return { calls, calcMcpUs, calcRoundUs, calc26McpUs, calc26RoundUs, echoMcpUs, echoDirectUs };
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
     for (const p of procs.reverse()) await stopChild(p);
@@ -175,6 +200,9 @@ export function printMcpServer(f: McpServerFigures): void {
   console.log(`  calculate through /mcp                      ${us(f.calcMcpUs)}`);
   console.log(`  calculate through the round API             ${us(f.calcRoundUs)}`);
   console.log(`  ratio                                       ${(f.calcMcpUs / f.calcRoundUs).toFixed(2)}×`);
+  console.log(`  calculate through /mcp, 2026-07-28          ${us(f.calc26McpUs)}  (stateless: no session lookup)`);
+  console.log(`  calculate through the round API             ${us(f.calc26RoundUs)}`);
+  console.log(`  ratio                                       ${(f.calc26McpUs / f.calc26RoundUs).toFixed(2)}×`);
   console.log(`  server-everything echo through /mcp         ${us(f.echoMcpUs)}  (client → /mcp → McpHub → upstream)`);
   console.log(
     `  server-everything echo straight to it       ${us(f.echoDirectUs)}  (the same client, Streamable HTTP)`,

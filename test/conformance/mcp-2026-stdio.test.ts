@@ -2,6 +2,7 @@
 // 2026-07-28 launches it as a local server; no initialize, each request with its `_meta`
 // envelope; the confirm gate comes back as input_required and the retry resumes the round.
 // Embedded, and as a coordinator of a deployment (REDIS_URL) whose worker runs the calls.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -80,3 +81,13 @@ it('serves 2026-07-28 over stdio as a coordinator of the deployment (REDIS_URL)'
     await redis.stop();
   }
 }, 120_000);
+
+it('checks TD_MCP_RUN_IDLE_MS before anything starts: a bad value exits 2 naming it; --help says it', () => {
+  for (const args of [['mcp'], ['dev', '--port', '0']]) {
+    const r = spawnSync(BIN, args, { encoding: 'utf8', timeout: 30_000, env: env({ TD_MCP_RUN_IDLE_MS: 'soon' }) });
+    expect(r.status, `${args[0]}: ${r.stderr}`).toBe(2);
+    expect(r.stderr).toMatch(/TD_MCP_RUN_IDLE_MS must be a positive integer, got "soon"/);
+  }
+  const help = spawnSync(BIN, ['--help'], { encoding: 'utf8', timeout: 30_000, env: env() });
+  expect(help.stdout).toMatch(/TD_MCP_RUN_IDLE_MS .*mcp-<n>/);
+});

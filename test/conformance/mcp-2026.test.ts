@@ -3,14 +3,23 @@
 // processes in the three modes; distributed and cluster add a second coordinator, and a client's
 // stateless requests alternate between the two (no initialize, no Mcp-Session-Id).
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Api } from './api.js';
 import { describeModes, useService } from './fixture.js';
-import { overRedis, sleep, startExtraCoordinator, stopGroup } from './service.js';
+import {
+  markedSeconds,
+  overRedis,
+  pidsWithArg,
+  REPO_ROOT,
+  sleep,
+  startExtraCoordinator,
+  stopGroup,
+} from './service.js';
 
 const TOKENS = {
   a: { token: 'mcp26-tok-a-backend-0123456789', name: 'a-backend', tenant: 'ta', role: 'backend' },
@@ -25,6 +34,20 @@ writeFileSync(
     tokens: Object.values(TOKENS).map(({ token, name, tenant, role }) => ({ name, sha256: sha(token), tenant, role })),
   }),
 );
+/** Per mode: the fake MCP server's config, and the file its extra tools are read from (a change of it: list_changed). */
+const toolsFileOf = (mode: string) => path.join(path.dirname(TOKENS_FILE), `fake-tools-${mode}.json`);
+function configOf(mode: string): string {
+  const file = path.join(path.dirname(TOKENS_FILE), `mcp-${mode}.json`);
+  const fake = path.join(REPO_ROOT, 'test', 'support', 'mcp-fake-server.mjs');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      mcpServers: { fake: { command: 'node', args: [fake], env: { MCP_FAKE_TOOLS_FILE: toolsFileOf(mode) } } },
+    }),
+  );
+  return file;
+}
+const ASK = mcpToolName('fake', 'ask');
 /** Short, so a test can see a run end: calls of one burst come well within it. */
 const IDLE_MS = 4000;
 const RESULT = 'tool-dispatch/result';
@@ -38,17 +61,26 @@ const textOf = (r: CallResult) =>
     .map((c) => c.text)
     .join('');
 
+async function until<T>(f: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
+  for (const end = Date.now() + ms; ; await sleep(100)) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+  }
+}
+
 /** One HTTP exchange the client made: where, its headers, the JSON-RPC method and the HTTP status. */
 interface Exchange {
   base: string;
   headers: Headers;
   method: string | undefined;
+  /** 0 while the request is in flight. */
   status: number;
 }
 
 describeModes('MCP 2026-07-28 at /mcp', (mode) => {
   const f = useService(mode, {
-    env: { TD_API_TOKENS: TOKENS_FILE, TD_MCP_RUN_IDLE_MS: String(IDLE_MS) },
+    env: { TD_API_TOKENS: TOKENS_FILE, TD_MCP_RUN_IDLE_MS: String(IDLE_MS), TD_MCP_CONFIG: configOf(mode) },
     token: TOKENS.ops.token,
   });
   let second: Awaited<ReturnType<typeof startExtraCoordinator>> | undefined;
@@ -57,6 +89,15 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
 
   beforeAll(async () => {
     if (overRedis(mode)) second = await startExtraCoordinator(f.service, 'coordinator-mcp26');
+    // The fake server connects after start-up: wait for its tools.
+    await until(
+      async () => {
+        const r = await f.api.request('GET', '/v1/tools');
+        return (r.json.tools as Array<{ name: string }>).some((t) => t.name === ASK) ? true : undefined;
+      },
+      60_000,
+      'the fake MCP server’s tools',
+    );
   }, 150_000);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
@@ -86,8 +127,10 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
         const base = all[turn++ % all.length] as string;
         const headers = new Headers(init?.headers);
         const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : {};
+        const exchange: Exchange = { base, headers, method: body.method, status: 0 };
+        exchanges.push(exchange);
         const res = await fetch(String(url).replace(first, base), init);
-        exchanges.push({ base, headers, method: body.method, status: res.status });
+        exchange.status = res.status;
         return res;
       },
     });
@@ -263,5 +306,151 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
     });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { error?: { code?: string } }).error?.code).toBe('session_not_found');
+  });
+  it('asks ask_user and an upstream server’s own elicitation as input_required, and hands the answers back', async () => {
+    const asked: Array<Record<string, unknown>> = [];
+    const c = await connect({
+      elicit: async (p) => {
+        asked.push(p);
+        if (String(p.message).includes('Which colour')) return { action: 'accept', content: { answer: 'blue' } };
+        return { action: 'accept', content: { name: 'Ada' } };
+      },
+    });
+    const r = await c.client.callTool({
+      name: 'ask_user',
+      arguments: { question: 'Which colour?', choices: ['red', 'blue'] },
+    });
+    expect(metaOf(r).status, JSON.stringify(r)).toBe('ok');
+    expect(r.structuredContent).toMatchObject({ answer: 'blue' });
+    expect(asked[0]?.requestedSchema).toEqual({
+      type: 'object',
+      properties: { answer: { type: 'string', enum: ['red', 'blue'] } },
+      required: ['answer'],
+    });
+    const up = await c.client.callTool({ name: ASK, arguments: { message: 'Your name?' } });
+    expect(metaOf(up).status, JSON.stringify(up)).toBe('ok');
+    expect(JSON.stringify(up.content)).toContain('Ada');
+    expect(asked[1]?.message).toBe('Your name?');
+    const declining = await connect({ elicit: async () => ({ action: 'decline' }) });
+    const d = await declining.client.callTool({ name: 'ask_user', arguments: { question: 'Sure?' } });
+    expect(d.isError).toBe(true);
+    expect(textOf(d)).toMatch(/declined/);
+  });
+
+  it('sends progress on the call’s stream, with where it is', async () => {
+    const session = `mcp26-progress-${mode}`;
+    await api().putSession(session, { provider: 'mcp', autoApprove: 'all', tenant: 'ta' });
+    const c = await connect({ query: `?session=${session}` });
+    const seen: Array<{ progress: number; message?: string | undefined }> = [];
+    const r = await c.client.callTool(
+      { name: 'run_command', arguments: { command: 'sleep 5' } },
+      { onprogress: (p) => seen.push(p), timeout: 60_000 },
+    );
+    expect(metaOf(r).status).toBe('ok');
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen.map((p) => p.message)).toContain('running');
+    for (let i = 1; i < seen.length; i++) expect(seen[i]?.progress).toBeGreaterThan(seen[i - 1]?.progress as number);
+  });
+
+  it('cancels the round when the client aborts the retried call (its stream closed), wherever the round runs; the command’s process is gone', async () => {
+    const session = `mcp26-cancel-${mode}`;
+    await api().putSession(session, { provider: 'mcp', tenant: 'ta' });
+    const c = await connect({
+      query: `?session=${session}`,
+      elicit: async () => ({ action: 'accept', content: { approve: true } }),
+    });
+    const ac = new AbortController();
+    const marked = markedSeconds(60);
+    const call = c.client.callTool(
+      {
+        name: 'run_command',
+        arguments: { command: `sleep ${marked} & echo started > child.pid; wait` },
+        _meta: { 'tool-dispatch/callId': 'long26' },
+      },
+      { signal: ac.signal, timeout: 120_000 },
+    );
+    call.catch(() => undefined);
+    const pidFile = path.join(f.service.workspace(session, 'ta'), 'child.pid');
+    await until(
+      async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '',
+      30_000,
+      'the command started',
+    );
+    // The first leg got input_required; the retry (the approval, on the other coordinator when there are two) is the one waiting.
+    expect(c.exchanges.filter((e) => e.method === 'tools/call')).toHaveLength(2);
+    ac.abort('stop');
+    await expect(call).rejects.toBeDefined();
+    const entry = await until(
+      async () => (await history(session)).find((e) => e.id === 'long26'),
+      20_000,
+      'the cancelled call in history',
+    );
+    expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), 10_000, 'the command’s child gone');
+  });
+
+  it('sends notifications/tools/list_changed on a subscriptions/listen stream when the catalog changes', async () => {
+    const c = await connect();
+    let changed = 0;
+    c.client.setNotificationHandler('notifications/tools/list_changed', () => {
+      changed++;
+    });
+    const sub = await c.client.listen({ toolsListChanged: true });
+    try {
+      expect(sub.honoredFilter).toMatchObject({ toolsListChanged: true });
+      await sleep(1500); // the catalog's first look taken
+      writeFileSync(toolsFileOf(mode), JSON.stringify([`extra_${mode}`]));
+      await until(async () => (changed > 0 ? true : undefined), 30_000, 'list_changed');
+      const { tools } = await c.client.listTools();
+      expect(tools.map((t) => t.name)).toContain(mcpToolName('fake', `extra_${mode}`));
+    } finally {
+      await sub.close();
+    }
+  });
+
+  it('refuses a requestState of another token or session (-32602), nothing run', async () => {
+    const envelope = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      'io.modelcontextprotocol/clientInfo': { name: 'forger', version: '1' },
+    };
+    const state = Buffer.from(
+      JSON.stringify({
+        v: 1,
+        s: 'mcp-a-backend',
+        p: 'a-backend',
+        r: 'mcp-1',
+        k: 'forged',
+        c: 'mcp-forged',
+        e: Date.now() + 60_000,
+      }),
+    ).toString('base64url');
+    const res = await fetch(`${f.service.base}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${TOKENS.b.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'calculate',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: {
+          name: 'calculate',
+          arguments: { expression: '1+1' },
+          requestState: state,
+          inputResponses: {},
+          _meta: envelope,
+        },
+      }),
+    });
+    const text = await res.text();
+    expect(text).toMatch(/-32602/);
+    expect(text).toMatch(/another session or token/);
+    expect((await history('mcp-b-backend')).some((e) => e.id === 'mcp-forged')).toBe(false);
   });
 });

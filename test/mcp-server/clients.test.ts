@@ -129,7 +129,10 @@ describe.concurrent.each(MODES)('%s mode', (mode) => {
       });
       await mcp.connect();
       try {
-        const session = `mcp-${mcp.sessionId}`;
+        // The Agents SDK (0.20, SDK v2 client, versionNegotiation 'auto') speaks 2026-07-28 with us:
+        // no MCP session; its session is the token's, mcp-<token name> (TD_API_TOKEN: api-token).
+        expect(mcp.sessionId).toBeUndefined();
+        const session = 'mcp-api-token';
         const agent = new Agent({
           name: 'calculator',
           instructions: 'Use the tools.',
@@ -141,6 +144,14 @@ describe.concurrent.each(MODES)('%s mode', (mode) => {
         });
         const loop = runner.run(agent, MCP_QUESTION);
         loop.catch(() => undefined); // awaited below
+        // Made on the client's first request, which the loop sends after this line may run.
+        for (
+          const end = Date.now() + 60_000;
+          (await fx.api.request('GET', `/v1/sessions/${session}`)).status !== 200;
+        ) {
+          if (Date.now() > end) throw new Error(`session ${session} never made`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
         await approveOneCommand(fx.api, session);
         const result = await loop;
         expect(result.finalOutput).toBe('6*7 = 42, says the calculator. The command ran once approved.');

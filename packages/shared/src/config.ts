@@ -165,7 +165,8 @@ export type DispatchConfigOptions = Partial<DispatchConfig>;
 function positiveInt(raw: string | undefined, fallback: number, name: string): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
 }
 

@@ -148,6 +148,7 @@ export async function runModernCall(d: Dispatcher, c: ModernCallContext): Promis
     ]);
     if ('ask' in first) {
       round.catch(() => undefined); // goes on: the retry (or the API) answers it
+      waiting.abort(); // a retry's wait for the round stops with its answer
       return { resultType: 'input_required', inputRequests: first.ask, requestState: encodeRequestState(c, ids) };
     }
     const result = first.done.results[0];
@@ -162,7 +163,6 @@ export async function runModernCall(d: Dispatcher, c: ModernCallContext): Promis
     throw e;
   } finally {
     c.signal.removeEventListener('abort', onGone);
-    waiting.abort(); // a retry's wait for the round stops with its request
     ask.stop();
   }
 }

@@ -9,6 +9,7 @@ import {
   InMemoryServerEventBus,
   isLegacyRequest,
   type McpHttpHandler,
+  PROTOCOL_VERSION_META_KEY,
   ProtocolError,
   Server,
   type ServerContext,
@@ -162,6 +163,8 @@ export class ModernMcp {
       headers,
       signal: gone.signal,
     });
+    // A request with the envelope's version claim is the 2026 path's, whatever else it says (the SDK routes it so too).
+    if (hasEnvelopeClaim(body)) return web;
     return (await isLegacyRequest(web, body)) ? undefined : web;
   }
 
@@ -175,6 +178,13 @@ export class ModernMcp {
   async close(): Promise<void> {
     await this.handler.close();
   }
+}
+
+/** Whether a body is one JSON-RPC message whose `_meta` claims a protocol version (the 2026 envelope). */
+function hasEnvelopeClaim(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+  return typeof meta === 'object' && meta !== null && meta[PROTOCOL_VERSION_META_KEY] !== undefined;
 }
 
 /** A web Response written to the Node response: one body at once, or a stream as it comes. */

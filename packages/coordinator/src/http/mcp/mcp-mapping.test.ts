@@ -1,6 +1,7 @@
 import type { CallResult } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
 import type { CatalogView } from '../../dispatcher.js';
+import { decodeRequestState, encodeRequestState } from './mcp-2026-call.js';
 import {
   annotationsOf,
   answeredBy,
@@ -12,6 +13,7 @@ import {
   inputElicitation,
   mcpToolsOf,
 } from './mcp-mapping.js';
+import { tokenSessionOf } from './mcp-routes.js';
 
 const result = (over: Partial<CallResult>): CallResult =>
   ({ id: 'c1', name: 'calculate', status: 'ok', output: { value: 42 }, durationMs: 3, ...over }) as CallResult;
@@ -180,5 +182,31 @@ describe('elicitations and their answers', () => {
     expect(answeredBy(3)).toBeUndefined();
     expect(answeredBy('td-confirm:bad id')).toBeUndefined();
     expect(answeredBy('other')).toBeUndefined();
+  });
+});
+
+describe('tokenSessionOf (2026-07-28: the session of a request naming none)', () => {
+  it('is mcp-<token name> when that is an id, else mcp- and 40 hex digits of the name’s SHA-256', () => {
+    expect(tokenSessionOf('a-backend')).toBe('mcp-a-backend');
+    expect(tokenSessionOf('anonymous')).toBe('mcp-anonymous');
+    const mail = tokenSessionOf('alice@example.com');
+    expect(mail).toMatch(/^mcp-[0-9a-f]{40}$/);
+    expect(tokenSessionOf('alice@example.com')).toBe(mail);
+    expect(tokenSessionOf('bob@example.com')).not.toBe(mail);
+    expect(tokenSessionOf('x'.repeat(128))).toMatch(/^mcp-[0-9a-f]{40}$/);
+  });
+});
+
+describe('requestState (2026-07-28)', () => {
+  const c = { session: 'mcp-a', principal: 'a' };
+  const ids = { run: 'mcp-3', idempotencyKey: 'k1', callId: 'mcp-k1' };
+  it('round-trips the run, key and call id for the same session and token', () => {
+    expect(decodeRequestState(c, encodeRequestState(c, ids))).toEqual(ids);
+  });
+  it('is refused for another session or token, or when it is no state of ours', () => {
+    const state = encodeRequestState(c, ids);
+    expect(() => decodeRequestState({ ...c, principal: 'b' }, state)).toThrow(/another session or token/);
+    expect(() => decodeRequestState({ ...c, session: 'mcp-b' }, state)).toThrow(/another session or token/);
+    expect(() => decodeRequestState(c, 'not-base64-json')).toThrow(/not one this server made/);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isValidId } from '@tool-dispatch/shared';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../access.js';
@@ -42,7 +43,13 @@ async function boundSession(service: McpService, request: FastifyRequest): Promi
 function bindingOf(request: FastifyRequest, bound: string | undefined): ModernBinding {
   const { name, tenant } = principalOf(request);
   if (bound !== undefined) return { session: bound, principal: name };
-  return { session: `mcp-${name}`, create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+  return { session: tokenSessionOf(name), create: { tenant: tenant === '*' ? undefined : tenant }, principal: name };
+}
+
+/** `mcp-<token name>`; a name that makes no session id (an `@`, too long): `mcp-` and 40 hex digits of its SHA-256. */
+export function tokenSessionOf(name: string): string {
+  const plain = `mcp-${name}`;
+  return isValidId(plain) ? plain : `mcp-${createHash('sha256').update(name).digest('hex').slice(0, 40)}`;
 }
 
 /** TD_API_TOKENS: an MCP session acts in a session of the token's tenant only (another's is as if it did not exist). */
@@ -91,33 +98,16 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
     if (!init && request.headers['mcp-session-id'] === undefined) {
       const web = await modern.classify(request, reply.raw, body);
       if (web) {
+        // tools/list and tools/call count themselves in their handlers (as for 2025).
+        for (const m of messages)
+          if (typeof m.method === 'string' && m.method !== 'tools/call' && m.method !== 'tools/list')
+            service.hooks.request?.(m.method);
         reply.hijack();
         await modern.serve(web, reply.raw, body, bindingOf(request, bound));
         return reply;
       }
     }
-    let record: McpSessionRecord | undefined;
-    if (init) {
-      const { tenant } = principalOf(request);
-      const params = isObject(init.params) ? init.params : {};
-      record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
-      reply.raw.setHeader('mcp-session-id', record.id);
-    } else {
-      record = await sessionOf(service, request, reply);
-      if (!record) return reply;
-    }
-    const requests: Message[] = [];
-    for (const m of messages) {
-      if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
-      else if (typeof m.method === 'string') await service.notified(record, m);
-      else await service.answered(record, m);
-    }
-    if (requests.length === 0) return reply.code(202).send();
-    for (const m of requests)
-      if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
-    reply.hijack();
-    await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
-    return reply;
+    return legacyPost(service, request, reply, init, bound);
   });
 
   app.get(MCP_PATH, async function mcpListen(request, reply) {
@@ -138,4 +128,38 @@ export async function registerMcpRoutes(app: FastifyInstance, service: McpServic
     await service.end(record);
     return reply.code(200).send();
   });
+}
+
+/** A 2025-era POST /mcp (initialize, or a request of an MCP session): the v1.2 path. */
+async function legacyPost(
+  service: McpService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  init: Message | undefined,
+  bound: string | undefined,
+): Promise<FastifyReply> {
+  const body = request.body;
+  const messages = (Array.isArray(body) ? body : [body]) as Message[];
+  let record: McpSessionRecord | undefined;
+  if (init) {
+    const { tenant } = principalOf(request);
+    const params = isObject(init.params) ? init.params : {};
+    record = await service.initialize(params, bound, tenant === '*' ? undefined : tenant);
+    reply.raw.setHeader('mcp-session-id', record.id);
+  } else {
+    record = await sessionOf(service, request, reply);
+    if (!record) return reply;
+  }
+  const requests: Message[] = [];
+  for (const m of messages) {
+    if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
+    else if (typeof m.method === 'string') await service.notified(record, m);
+    else await service.answered(record, m);
+  }
+  if (requests.length === 0) return reply.code(202).send();
+  for (const m of requests)
+    if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
+  reply.hijack();
+  await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
+  return reply;
 }
