@@ -33,6 +33,81 @@ writeFileSync(
   }),
 );
 const RESULT = 'tool-dispatch/result';
+const EXT = 'io.modelcontextprotocol/tasks';
+/** TD_MCP_TASK_AFTER_MS of the service: a call still running this long becomes an extension task. */
+const AFTER_MS = 500;
+
+type Rpc = { result?: Record<string, unknown>; error?: { code: number; message: string } };
+
+/**
+ * Our client of the 2026 tasks extension (no SDK has it): stateless 2026-07-28 requests, the
+ * extension in each request's capabilities, the standard headers; requests alternate over `bases`.
+ */
+class ExtClient {
+  private turn = 0;
+  private id = 0;
+  constructor(
+    private readonly bases: string[],
+    private readonly token: string,
+    private readonly query = '',
+    private readonly declare = true,
+  ) {}
+
+  async rpc(method: string, params: Record<string, unknown>, name?: string): Promise<Rpc> {
+    const base = this.bases[this.turn++ % this.bases.length] as string;
+    const capabilities = this.declare ? { extensions: { [EXT]: {} } } : {};
+    const body = {
+      jsonrpc: '2.0',
+      id: ++this.id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          ...((params._meta as Record<string, unknown>) ?? {}),
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+          'io.modelcontextprotocol/clientInfo': { name: 'td-ext-test', version: '1.0.0' },
+        },
+      },
+    };
+    const res = await fetch(`${base}/mcp${this.query}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': method,
+        ...(name !== undefined ? { 'mcp-name': name } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    const json = text.startsWith('{')
+      ? JSON.parse(text)
+      : JSON.parse(
+          text
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice(6))
+            .pop() ?? '{}',
+        );
+    return json as Rpc;
+  }
+
+  call(name: string, args: Record<string, unknown>) {
+    return this.rpc('tools/call', { name, arguments: args }, name);
+  }
+  get(taskId: string) {
+    return this.rpc('tasks/get', { taskId }, taskId);
+  }
+  update(taskId: string, inputResponses: Record<string, unknown>) {
+    return this.rpc('tasks/update', { taskId, inputResponses }, taskId);
+  }
+  cancel(taskId: string) {
+    return this.rpc('tasks/cancel', { taskId }, taskId);
+  }
+}
 
 type Elicit = (params: Record<string, unknown>) => Promise<Record<string, unknown>>;
 type Who = keyof typeof TOKENS;
@@ -46,7 +121,10 @@ async function until<T>(f: () => Promise<T | undefined>, ms: number, what: strin
 }
 
 describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
-  const f = useService(mode, { env: { TD_API_TOKENS: TOKENS_FILE }, token: TOKENS.ops.token });
+  const f = useService(mode, {
+    env: { TD_API_TOKENS: TOKENS_FILE, TD_MCP_TASK_AFTER_MS: String(AFTER_MS) },
+    token: TOKENS.ops.token,
+  });
   let second: Awaited<ReturnType<typeof startExtraCoordinator>> | undefined;
   const clients: Client[] = [];
   /** The other coordinator where there is one (distributed, cluster), else the same. */
@@ -249,5 +327,90 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
       'the task forgotten',
     );
     expect((await c.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(task.taskId);
+  });
+
+  // The 2026 extension, with our client; its requests alternate over the coordinators.
+  const bases = () => (second ? [f.service.base, second.base] : [f.service.base]);
+  const ext = (who: Who = 'a', query = '', declare = true) => new ExtClient(bases(), TOKENS[who].token, query, declare);
+  async function untilStatus(c: ExtClient, taskId: string, status: string) {
+    return until(
+      async () => {
+        const r = await c.get(taskId);
+        if (r.error) throw new Error(`tasks/get: ${r.error.message}`);
+        return r.result?.status === status ? r.result : undefined;
+      },
+      30_000,
+      `the task ${status}`,
+    );
+  }
+
+  it('2026 extension: a quick call answers its result; one running past TD_MCP_TASK_AFTER_MS is a task, its result inlined by tasks/get once completed, on either coordinator', async () => {
+    await api().putSession('mcp-a-backend', { provider: 'mcp', autoApprove: 'all' });
+    const c = ext();
+    const quick = await c.call('calculate', { expression: '20+22' });
+    expect(quick.result).toMatchObject({ resultType: 'complete', isError: false });
+    expect(quick.result?.taskId).toBeUndefined();
+    const created = await c.call('run_command', { command: 'sleep 3; echo ext-slept' });
+    expect(created.error).toBeUndefined();
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working', ttlMs: expect.any(Number) });
+    const taskId = created.result?.taskId as string;
+    // Durable before the answer: the next request (the other coordinator) finds it.
+    const first = await c.get(taskId);
+    expect(first.result).toMatchObject({ resultType: 'complete', taskId, status: 'working' });
+    const done = await untilStatus(c, taskId, 'completed');
+    const result = done.result as Record<string, unknown>;
+    expect(result.isError).toBe(false);
+    expect(JSON.stringify(result.content)).toContain('ext-slept');
+    // Another token: not found; a client without the extension: the missing capability.
+    expect((await ext('b').get(taskId)).error?.code).toBe(-32602);
+    expect((await ext('a', '', false).get(taskId)).error?.code).toBe(-32021);
+    // A client that declares no extension gets the v1.2 answer, however long the call.
+    const plain = await ext('a', '', false).call('run_command', { command: 'sleep 1; echo plain' });
+    expect(plain.result).toMatchObject({ isError: false });
+    expect(plain.result?.taskId).toBeUndefined();
+  });
+
+  it('2026 extension: a call at the confirm gate is an input_required task at once; tasks/update with the approval lets it run', async () => {
+    const session = `ext-gate-${mode}`;
+    await api().putSession(session, { provider: 'mcp' });
+    const c = ext('a', `?session=${session}`);
+    const created = await c.call('run_command', { command: 'echo ext-approved' });
+    expect(created.error).toBeUndefined();
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = created.result?.taskId as string;
+    const got = await c.get(taskId);
+    const requests = got.result?.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>;
+    const keys = Object.keys(requests);
+    expect(keys).toHaveLength(1);
+    expect(requests[keys[0] as string]).toMatchObject({
+      method: 'elicitation/create',
+      params: { message: expect.stringContaining('run_command'), requestedSchema: { required: ['approve'] } },
+    });
+    const ack = await c.update(taskId, { [keys[0] as string]: { action: 'accept', content: { approve: true } } });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    const done = await untilStatus(c, taskId, 'completed');
+    expect(JSON.stringify((done.result as Record<string, unknown>).content)).toContain('ext-approved');
+    const hist = await api().history(session);
+    expect(hist.find((e) => e.name === 'run_command')?.approval).toMatchObject({ by: 'mcp-client' });
+  });
+
+  it('2026 extension: tasks/cancel ends the call error/cancelled, its command’s processes gone', async () => {
+    await api().putSession('mcp-a-backend', { provider: 'mcp', autoApprove: 'all' });
+    const c = ext();
+    const marked = markedSeconds(120);
+    const created = await c.call('run_command', { command: `sleep ${marked}; echo never` });
+    expect(created.result).toMatchObject({ resultType: 'task' });
+    const taskId = created.result?.taskId as string;
+    await until(async () => (pidsWithArg(marked).length > 0 ? true : undefined), 20_000, 'the command started');
+    const ack = await c.cancel(taskId);
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    await untilStatus(c, taskId, 'cancelled');
+    await until(
+      async () => (pidsWithArg(marked).length === 0 ? true : undefined),
+      10_000,
+      'the command’s processes gone',
+    );
+    const hist = await api().history('mcp-a-backend');
+    expect(hist.filter((e) => e.name === 'run_command' && e.error?.code === 'cancelled')).not.toHaveLength(0);
   });
 });
