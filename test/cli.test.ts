@@ -45,6 +45,11 @@ describe('the tool-dispatch command', () => {
       expect(r.stdout).toContain(word);
   });
 
+  it('says TD_ROUND_RETENTION_MS and its default in --help (v1.3)', () => {
+    const r = cli('--help');
+    expect(r.stdout).toMatch(/TD_ROUND_RETENTION_MS .*default 86400000/s);
+  });
+
   it('says the three Redis durability settings and their defaults in --help', () => {
     const r = cli('--help');
     for (const word of ['TD_REDIS_REPLICA_ACKS', 'TD_REDIS_WAIT_MS', 'TD_REDIS_COMMAND_TIMEOUT_MS', 'default 2000'])
@@ -56,6 +61,7 @@ describe('the tool-dispatch command', () => {
     [{ TD_JOB_CALLS: '0' }, /TD_JOB_CALLS must be an integer from 1 to 64, got "0"/],
     [{ TD_JOB_CALLS: '65' }, /TD_JOB_CALLS must be an integer from 1 to 64, got "65"/],
     [{ TD_REDIS_COMMAND_TIMEOUT_MS: '10' }, /TD_REDIS_COMMAND_TIMEOUT_MS must be at least 100 ms/],
+    [{ TD_ROUND_RETENTION_MS: '0' }, /TD_ROUND_RETENTION_MS must be a positive integer, got "0"/],
     [
       { TD_REDIS_REPLICA_ACKS: '1', TD_REDIS_WAIT_MS: '3000' },
       /TD_REDIS_WAIT_MS \(3000\) must be below TD_REDIS_COMMAND_TIMEOUT_MS \(2000\)/,

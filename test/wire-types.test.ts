@@ -52,6 +52,34 @@ describe('the client and shared spell the wire types the same', () => {
     expectTypeOf<shared.NeutralTool>().toExtend<client.NeutralTool>();
   });
 
+  it('has the same CallState (v1.3)', () => {
+    expectTypeOf<client.CallState>().toEqualTypeOf<shared.CallState>();
+    expectTypeOf<shared.CallState>().toEqualTypeOf<client.CallState>();
+    expectTypeOf<client.CallState>().toExtend<shared.CallState>();
+    expectTypeOf<shared.CallState>().toExtend<client.CallState>();
+  });
+
+  it('has the same RoundCallState (v1.3)', () => {
+    expectTypeOf<client.RoundCallState>().toEqualTypeOf<shared.RoundCallState>();
+    expectTypeOf<shared.RoundCallState>().toEqualTypeOf<client.RoundCallState>();
+    expectTypeOf<client.RoundCallState>().toExtend<shared.RoundCallState>();
+    expectTypeOf<shared.RoundCallState>().toExtend<client.RoundCallState>();
+  });
+
+  it('has the same RoundAccepted (v1.3)', () => {
+    expectTypeOf<client.RoundAccepted>().toEqualTypeOf<shared.RoundAccepted>();
+    expectTypeOf<shared.RoundAccepted>().toEqualTypeOf<client.RoundAccepted>();
+    expectTypeOf<client.RoundAccepted>().toExtend<shared.RoundAccepted>();
+    expectTypeOf<shared.RoundAccepted>().toExtend<client.RoundAccepted>();
+  });
+
+  it('has the same RoundRunning (v1.3)', () => {
+    expectTypeOf<client.RoundRunning>().toEqualTypeOf<shared.RoundRunning>();
+    expectTypeOf<shared.RoundRunning>().toEqualTypeOf<client.RoundRunning>();
+    expectTypeOf<client.RoundRunning>().toExtend<shared.RoundRunning>();
+    expectTypeOf<shared.RoundRunning>().toExtend<client.RoundRunning>();
+  });
+
   // The run-time half: every client Status and ErrorCode (the records must list each one to
   // compile) is in shared's lists, and no more.
   it("lists the client's statuses and error codes in shared's STATUSES and ERROR_CODES", () => {

@@ -1,10 +1,13 @@
 // long-file: TdClient is the package's whole surface, one documented method per endpoint of the API; one class reads best in one file
 import { TdApiError } from './errors.js';
+import { readEvents, sleep, toEvent } from './events.js';
 import { answerParkedInputs } from './parked-inputs.js';
-import { type RawSseEvent, SseParser } from './sse-parser.js';
+import { asyncAnswer, roundPath, roundState } from './rounds.js';
+import { SseParser } from './sse-parser.js';
 import type {
   AnthropicRoundResponse,
   AnthropicTool,
+  AsyncRoundAnswer,
   CatalogEntry,
   Confirmation,
   ConfirmationAnswer,
@@ -21,6 +24,8 @@ import type {
   ParkedInput,
   RoundItem,
   RoundResponse,
+  RoundResponseIn,
+  RoundState,
   Session,
   SessionInput,
   TdEvent,
@@ -76,43 +81,9 @@ export interface EventsOptions {
   retryMs?: number;
 }
 
-const EVENT_NAMES: ReadonlySet<string> = new Set([
-  'round.started',
-  'confirm.requested',
-  'input.requested',
-  'tool.result',
-  'round.completed',
-]);
-
 const enc = encodeURIComponent;
 const DEFAULT_RETRY_MS = 1000;
 const DEFAULT_INPUT_POLL_MS = 1000;
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-function toEvent(raw: RawSseEvent): TdEvent | undefined {
-  if (raw.id === undefined || !EVENT_NAMES.has(raw.event)) return undefined;
-  let data: unknown;
-  try {
-    data = JSON.parse(raw.data);
-  } catch {
-    return undefined;
-  }
-  if (typeof data !== 'object' || data === null) return undefined;
-  // The server is the contract's source of truth for the payload's fields.
-  return { id: raw.id, name: raw.event, data } as TdEvent;
-}
 
 /** Typed client of the coordinator's HTTP API (API.md). Zero dependencies; fetch-based. */
 export class TdClient {
@@ -187,6 +158,38 @@ export class TdClient {
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
     return this.json('POST', path, { ...options, headers, body: { calls } });
+  }
+
+  /**
+   * (v1.3) Hands a round over (`Prefer: respond-async`): `running` with its id at once (the round
+   * goes on as if you waited; `getRound` answers it, on any coordinator), or `done` with its answer
+   * when it had already ended (a retry under the Idempotency-Key of a finished round).
+   */
+  async submitRoundAsync<F extends WireFormat = 'neutral'>(
+    session: string,
+    run: string,
+    calls: readonly RoundItem[],
+    options: SubmitRoundOptions & { format?: F } = {},
+  ): Promise<AsyncRoundAnswer<RoundResponseIn<F>>> {
+    const path = `/v1/sessions/${enc(session)}/runs/${enc(run)}/rounds${formatQuery(options.format)}`;
+    const headers: Record<string, string> = { accept: 'application/json', prefer: 'respond-async' };
+    if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    return asyncAnswer(await this.send('POST', path, { ...options, headers, body: { calls } }));
+  }
+
+  /**
+   * (v1.3) A round's answer (`done`, exactly as the waiting `submitRound` gives it) or, while it
+   * runs, each call's state. `wait` (0–60000 ms) holds the request until the round is done or the
+   * time passes. TdApiError 404 for a round the run does not have (or past TD_ROUND_RETENTION_MS).
+   */
+  async getRound<F extends WireFormat = 'neutral'>(
+    session: string,
+    run: string,
+    round: string,
+    options: RequestOptions & { format?: F; wait?: number } = {},
+  ): Promise<RoundState<RoundResponseIn<F>>> {
+    const path = roundPath(session, run, round, options.format, options.wait);
+    return roundState(await this.send('GET', path, { ...options, headers: { accept: 'application/json' } }));
   }
 
   /** Cancels a run; the number of calls that ended `cancelled`. */
@@ -414,20 +417,4 @@ function callIdOf(item: RoundItem): string[] {
 
 function formatQuery(format: WireFormat | undefined): string {
   return format === undefined || format === 'neutral' ? '' : `?format=${format}`;
-}
-
-/** Reads a response body as server-sent events until it ends. */
-async function* readEvents(res: Response, parser: SseParser): AsyncGenerator<RawSseEvent, void, undefined> {
-  if (!res.body) return;
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      yield* parser.push(decoder.decode(value, { stream: true }));
-    }
-  } finally {
-    reader.cancel().catch(() => {});
-  }
 }

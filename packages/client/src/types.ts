@@ -336,3 +336,40 @@ export type TdEvent =
 export interface ErrorBody {
   error: { code: string; message: string };
 }
+
+/** (v1.3) Where a call of a running round is (`GET .../rounds/{round}` while it runs). */
+export type CallState = 'queued' | 'running' | 'waiting_for_approval' | 'waiting_for_input' | 'done';
+
+/** (v1.3) One call of a running round: its id and tool name (run_tool unwrapped), and its state. */
+export interface RoundCallState {
+  id: string;
+  name: string;
+  state: CallState;
+}
+
+/** (v1.3) The `202` of `POST .../rounds` with `Prefer: respond-async`: the round goes on, its answer at `Location`. */
+export interface RoundAccepted {
+  round: string;
+  run: string;
+  status: 'running';
+}
+
+/** (v1.3) The `202` of `GET .../rounds/{round}` while the round runs. */
+export interface RoundRunning extends RoundAccepted {
+  calls: RoundCallState[];
+}
+
+/** A round's answer in the view `format` asks for. */
+export type RoundResponseIn<F extends WireFormat | undefined> = F extends 'openai'
+  ? OpenAiRoundResponse
+  : F extends 'anthropic'
+    ? AnthropicRoundResponse
+    : F extends 'openai-responses'
+      ? OpenAiResponsesRoundResponse
+      : RoundResponse;
+
+/** (v1.3) `submitRoundAsync`'s answer: the round goes on (`running`), or it had already ended (`done`, its answer). */
+export type AsyncRoundAnswer<R = RoundResponse> = RoundAccepted | { status: 'done'; response: R };
+
+/** (v1.3) `getRound`'s answer: the round's answer once done, else each call's state. */
+export type RoundState<R = RoundResponse> = RoundRunning | { status: 'done'; response: R };

@@ -59,9 +59,9 @@ export interface Dispatcher {
     opts?: { waitMs?: number; signal?: AbortSignal },
   ): Promise<RoundView | null>;
   /**
-   * (v1.3) Cancels one round (one submitted with `submitRoundAsync`) on whichever coordinator runs
-   * it: its calls end `cancelled` as with `cancelRun`; the number that did. Throws
-   * RequestError('session_not_found').
+   * (v1.3) Cancels one round (one submitted with `submitRoundAsync`, or taken over from a
+   * coordinator that died) on whichever coordinator runs it: its calls end `cancelled` as with
+   * `cancelRun`; the number that did (0 when it runs nowhere). Throws RequestError('session_not_found').
    */
   cancelRound(session: string, run: string, round: string): Promise<number>;
   subscribe(session: string, lastEventId: string | undefined, onEvent: (e: DispatchEvent) => void): Promise<() => void>;

@@ -12,7 +12,17 @@ export { startCoordinator } from './app/serve.js';
 export type { AnswerOutcome, ConfirmDecision, ConfirmHub, PendingConfirmation } from './confirm/confirm-hub.js';
 export { MemoryConfirmHub } from './confirm/memory.js';
 export { RedisConfirmHub } from './confirm/redis.js';
-export type { CatalogView, Dispatcher, SessionInput, SubmitRoundInput, ToolsView } from './dispatcher.js';
+export type {
+  AsyncRoundReply,
+  CallState,
+  CatalogView,
+  Dispatcher,
+  RoundCallState,
+  RoundView,
+  SessionInput,
+  SubmitRoundInput,
+  ToolsView,
+} from './dispatcher.js';
 export { RequestError } from './dispatcher.js';
 export type { EngineHooks, EngineOptions } from './engine.js';
 export { Engine } from './engine.js';

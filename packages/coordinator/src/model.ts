@@ -175,7 +175,12 @@ export type AsyncRoundReply =
 
 /** (v1.3) A round as `Dispatcher.getRound` sees it: its answer once done, else where each call is. */
 export type RoundView =
-  | { status: 'done'; response: RoundResponse }
+  | {
+      status: 'done';
+      response: RoundResponse;
+      /** The type of each item that was not a function call (by call index), for the format views; absent: none was. */
+      items?: (string | undefined)[];
+    }
   | { status: 'running'; round: string; run: string; calls: RoundCallState[] };
 
 /** What one round's passes share: which round, the session as the round read it, the run's signal and its owner. */

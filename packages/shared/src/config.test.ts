@@ -32,6 +32,15 @@ describe('TD_SESSION_TTL_MS and TD_REDIS_TLS_CA', () => {
     );
   });
 
+  it('keeps a finished round a day unless TD_ROUND_RETENTION_MS says otherwise (v1.3)', () => {
+    expect(resolveConfig({}, {}).roundRetentionMs).toBe(86_400_000);
+    expect(resolveConfig({}, { TD_ROUND_RETENTION_MS: '5000' }).roundRetentionMs).toBe(5000);
+    for (const bad of ['0', '-1', 'soon', '1.5'])
+      expect(() => resolveConfig({}, { TD_ROUND_RETENTION_MS: bad })).toThrow(
+        `TD_ROUND_RETENTION_MS must be a positive integer, got ${JSON.stringify(bad)}`,
+      );
+  });
+
   it('reads the Redis CA file path from TD_REDIS_TLS_CA, unset by default', () => {
     expect(resolveConfig({}, {}).redisTlsCaFile).toBeUndefined();
     expect(resolveConfig({}, { TD_REDIS_TLS_CA: '/etc/td/redis-ca.pem' }).redisTlsCaFile).toBe('/etc/td/redis-ca.pem');

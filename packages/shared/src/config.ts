@@ -169,6 +169,7 @@ export type DispatchConfigOptions = Partial<DispatchConfig>;
 function positiveInt(raw: string | undefined, fallback: number, name: string): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
+  // A ConfigError: the CLI exits 2 naming the setting.
   if (!Number.isInteger(n) || n < 1)
     throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;

@@ -93,6 +93,8 @@ Environment (docs/api.md):
                          turn up to maxWaitMs (default 30000) or its deadline, then ends rate_limited
                          (a bad file: exit 2)
   TD_SESSION_TTL_MS      an idle session is dropped with all its state after this (default 7 days)
+  TD_ROUND_RETENTION_MS  a finished round's answer (GET .../rounds/{round}) and its Idempotency-Key
+                         are kept this long after it ends, then 404 (default 86400000, one day)
   TD_REDIS_TLS_CA        PEM file of the CA Redis's certificate is signed by (rediss:// URLs only)
   TD_REDIS_REPLICA_ACKS  replicas that must acknowledge (WAIT) a round's begin, a serial call's start
                          and a round's commit, 0..${MAX_REDIS_REPLICA_ACKS} (default ${DEFAULT_REDIS_REPLICA_ACKS}: no WAIT);

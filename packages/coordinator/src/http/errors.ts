@@ -12,6 +12,7 @@ export type HttpErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
+  | 'round_not_found'
   | 'method_not_allowed'
   | 'request_timeout'
   | 'expectation_failed'

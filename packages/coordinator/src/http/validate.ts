@@ -49,6 +49,27 @@ export function parseFormat(query: unknown): WireFormat {
   );
 }
 
+/** Longest `wait` of `GET .../rounds/{round}` in ms (API.md v1.3). */
+export const MAX_ROUND_WAIT_MS = 60_000;
+
+/** (v1.3) `?wait=` of `GET .../rounds/{round}`: whole ms, 0–60000, default 0. */
+export function parseRoundWait(query: unknown): number {
+  const raw = isObject(query) ? query.wait : undefined;
+  if (raw === undefined || raw === '') return 0;
+  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n > MAX_ROUND_WAIT_MS)
+    throw invalid(`wait must be whole milliseconds from 0 to ${MAX_ROUND_WAIT_MS}; got ${quote(raw)}`);
+  return n;
+}
+
+/** (v1.3) Whether a `Prefer` header (RFC 7240) asks for `respond-async`. */
+export function prefersAsync(header: unknown): boolean {
+  const values = Array.isArray(header) ? header : [header];
+  return values.some(
+    (v) => typeof v === 'string' && v.split(',').some((p) => p.split(';')[0]?.trim().toLowerCase() === 'respond-async'),
+  );
+}
+
 /** The optional `Idempotency-Key` header, an id. */
 export function parseIdempotencyKey(header: unknown): string | undefined {
   if (header === undefined) return undefined;

@@ -47,7 +47,10 @@ export async function roundView(
   if (record.state === 'done' && record.response) {
     // Served only once the replicas hold it (TD_REDIS_REPLICA_ACKS), as a retry's answer is.
     await deps.store.confirmServed?.(ref);
-    return { status: 'done', response: record.response };
+    const items = record.callNames?.map((c) => c.item);
+    return items?.some((t) => t !== undefined)
+      ? { status: 'done', response: record.response, items }
+      : { status: 'done', response: record.response };
   }
   return { status: 'running', round: ref.round, run: ref.run, calls: await callStates(deps, ref, record) };
 }

@@ -66,6 +66,7 @@ export function roundsOf(s: RoundsSetup): {
   });
   const runs = new ActiveRuns(hooks?.roundsInProgress?.bind(hooks), runSignalListeners(config.maxConcurrentTools));
   const rounds: RoundsDeps = { deps, runs, recovery: undefined };
+  const cancels = new RoundCancels();
   if (s.ledger)
     rounds.recovery = new RoundRecovery({
       ledger: s.ledger,
@@ -76,7 +77,11 @@ export function roundsOf(s: RoundsSetup): {
       resume: async (ref, state, taken, from) => {
         const resume = { origin: taken.origin || from, ...(taken.planned ? { planned: taken.planned } : {}) };
         await s.syncCatalog().catch(() => undefined);
-        return startRound(rounds, ref, state, { rawCalls: taken.calls, resume });
+        // A round taken over can be cancelled alone too (`cancelRound`), here where it now runs.
+        const own = cancels.register(ref);
+        const running = startRound(rounds, ref, state, { rawCalls: taken.calls, resume, cancel: own.signal });
+        own.running(running);
+        return running;
       },
       onError: s.onError,
       onRecover: s.onRecover,
@@ -89,6 +94,6 @@ export function roundsOf(s: RoundsSetup): {
     waiters: new RoundWaiters(s.events),
   };
   const onError = s.onError ?? (() => {});
-  const asyncRounds = { rounds, views, cancels: new RoundCancels(), admit: () => admission.admit(), onError };
+  const asyncRounds = { rounds, views, cancels, admit: () => admission.admit(), onError };
   return { rounds, admission, asyncRounds };
 }

@@ -3,7 +3,7 @@ import type { NormalCall, RoundContext, RoundRef, RoundResponse, SessionState, S
 import type { ReadAhead } from '../passes/preflight.js';
 import { RequestError } from '../request-error.js';
 import { isDedupable } from '../rules/dedupe.js';
-import { comparedCallOf, normalizeCall, storedCallOf } from '../rules/normalize-call.js';
+import { comparedCallOf, normalizeCall, otherItemOf, storedCallOf } from '../rules/normalize-call.js';
 import { lookupKeys } from '../rules/preflight.js';
 import { roundStartedData } from '../rules/round-started.js';
 import type { BeginRound, RoundCallName } from '../store/store.js';
@@ -67,7 +67,7 @@ export async function beginSubmitted(
       ...ref,
       idempotencyKey: input.idempotencyKey,
       callsHash: callsHashOf(input, calls),
-      callNames: started.calls as RoundCallName[],
+      callNames: callNamesOf(started.calls as RoundCallName[], input.calls),
       ...(owner ? { owner, calls: stored } : {}),
       ...(store.appendsEvents ? { started } : {}),
       ...(dedupeKeys.length > 0 ? { dedupeKeys } : {}),
@@ -99,6 +99,14 @@ export async function beginSubmitted(
     default:
       return assertNever(begin, 'beginRound outcome');
   }
+}
+
+/** (v1.3) The calls as the round's record lists them: id and name, and the type of an item that is not a function call. */
+function callNamesOf(named: RoundCallName[], raw: readonly unknown[]): RoundCallName[] {
+  return named.map((c, i) => {
+    const item = raw[i];
+    return otherItemOf(item) ? { ...c, item: String((item as { type: unknown }).type) } : c;
+  });
 }
 
 /** What a retry under the same Idempotency-Key is compared by: the calls after their shape is normalised ('' without a key). */

@@ -3,7 +3,7 @@ import type { SessionState } from '../model.js';
 import { MemoryStore } from './memory.js';
 import { describeStoreContract } from './store.contract.js';
 
-describeStoreContract('MemoryStore', async () => ({ store: new MemoryStore(), cleanup: async () => {} }));
+describeStoreContract('MemoryStore', async (options) => ({ store: new MemoryStore(options), cleanup: async () => {} }));
 
 describe('MemoryStore session idle TTL (TD_SESSION_TTL_MS)', () => {
   const clock = { now: 1_000_000 };

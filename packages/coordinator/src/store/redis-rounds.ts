@@ -43,14 +43,16 @@ export async function failRound(at: RoundsAt, key: string, owner: string, error:
   const failing = runScript(at.redis, failRoundScript, [key], [owner, error]);
   const retained = retainRound(at, key);
   const failed = parseFailRoundReply(await failing);
-  await retained;
+  if (!(await retained) && failed) await retainRound(at, key);
   return failed;
 }
 
 /**
  * (v1.3) TD_ROUND_RETENTION_MS from now for a round that ended (a no-op for one that runs), sent
- * right behind its commit or failRound on the same connection (no round trip of its own). A
- * failure only leaves the round its longer TTL (the session's): never an error of the commit.
+ * right behind its commit or failRound on the same connection (no round trip of its own). Sent
+ * again once the round has ended if it ran first (its script was loaded, the other one's was
+ * not: ioredis sends that one again after NOSCRIPT). A failure only leaves the round its longer
+ * TTL (the session's): never an error of the commit.
  */
 export function retainRound(at: RoundsAt, key: string): Promise<boolean> {
   return runScript(at.redis, retainRoundScript, [key], [at.retentionMs])

@@ -18,9 +18,9 @@ async function deleteKeys(prefix: string): Promise<void> {
   if (keys.length > 0) await redis.del(...keys);
 }
 
-describeStoreContract('RedisStore', async () => {
+describeStoreContract('RedisStore', async (options) => {
   const prefix = randomPrefix();
-  return { store: new RedisStore({ redis, prefix }), cleanup: () => deleteKeys(prefix) };
+  return { store: new RedisStore({ redis, prefix, ...options }), cleanup: () => deleteKeys(prefix) };
 });
 
 const sessionS1: SessionState = {

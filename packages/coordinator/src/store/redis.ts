@@ -235,7 +235,7 @@ export class RedisStore implements Store {
     // Sent behind the commit on the same connection (no round trip of its own): the retention.
     const retained = retainRound(this.rounds, keys[0] as string);
     const status = parseCommitRoundReply(await committing);
-    await retained;
+    if (!(await retained) && status === CommitRoundStatus.Ok) await retainRound(this.rounds, keys[0] as string);
     if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
     // No answer leaves before its commit is acknowledged; unacknowledged, the round is kept for a

@@ -10,7 +10,8 @@ import type { CommitItem, Store } from './store.js';
  */
 export function describeStoreContract(
   name: string,
-  makeStore: () => Promise<{ store: Store; cleanup(): Promise<void> }>,
+  /** `roundRetentionMs`: TD_ROUND_RETENTION_MS of the store made (v1.3). */
+  makeStore: (options?: { roundRetentionMs?: number }) => Promise<{ store: Store; cleanup(): Promise<void> }>,
 ): void {
   describe(`Store contract: ${name}`, () => {
     let store: Store;
@@ -492,6 +493,80 @@ export function describeStoreContract(
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
         await store.commitRound({ session: 's1', tenant: 't1', run: 'r1', round: 'rnd_x', items: [] });
         expect(await store.getRound('s1', 'r1', 'rnd_x')).toBeNull();
+      });
+    });
+
+    describe('a finished round kept for TD_ROUND_RETENTION_MS (v1.3)', () => {
+      let short: { store: Store; cleanup(): Promise<void> };
+      beforeEach(async () => {
+        short = await makeStore({ roundRetentionMs: 300 });
+        await short.store.putSession(session('s1'));
+      });
+      afterEach(async () => {
+        await short.cleanup();
+      });
+      const begin = (round: string, idempotencyKey: string | undefined) =>
+        short.store.beginRound({
+          session: 's1',
+          run: 'r1',
+          round,
+          idempotencyKey,
+          callsHash: 'h1',
+          callNames: [{ id: 'c1', name: 'calculate' }],
+        });
+      /** Reads the round until it is gone (a few retention periods at most). */
+      async function gone(round: string): Promise<boolean> {
+        for (let i = 0; i < 100; i++) {
+          if ((await short.store.getRound('s1', 'r1', round)) === null) return true;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return false;
+      }
+
+      it('keeps the calls named at the begin in the record', async () => {
+        await begin('rnd_1', undefined);
+        expect((await short.store.getRound('s1', 'r1', 'rnd_1'))?.callNames).toEqual([{ id: 'c1', name: 'calculate' }]);
+      });
+
+      it('forgets a committed round and its key once the retention has passed; the key then begins a new round', async () => {
+        await begin('rnd_1', 'key-1');
+        await short.store.commitRound({
+          session: 's1',
+          tenant: 't1',
+          run: 'r1',
+          round: 'rnd_1',
+          items: [{ callIndex: 0, entry: entry('rnd_1', 'c1', 'calculate') }],
+        });
+        expect((await short.store.getRound('s1', 'r1', 'rnd_1'))?.state).toBe('done');
+        expect(await gone('rnd_1')).toBe(true);
+        const again = await begin('rnd_2', 'key-1');
+        expect(again.kind).toBe('new');
+        expect((await begin('rnd_3', 'key-1')).kind).toBe('existing');
+      });
+
+      it('never forgets a running round by it, nor a failed one before it has passed', async () => {
+        await short.store.beginRound({
+          session: 's1',
+          run: 'r1',
+          round: 'rnd_run',
+          idempotencyKey: undefined,
+          callsHash: '',
+          owner: 'co1',
+          calls: [],
+        });
+        await short.store.beginRound({
+          session: 's1',
+          run: 'r1',
+          round: 'rnd_f',
+          idempotencyKey: undefined,
+          callsHash: '',
+          owner: 'co1',
+          calls: [],
+        });
+        expect(await short.store.failRound('s1', 'r1', 'rnd_f', 'co1', 'given up')).toBe(true);
+        expect((await short.store.getRound('s1', 'r1', 'rnd_f'))?.state).toBe('failed');
+        expect(await gone('rnd_f')).toBe(true);
+        expect((await short.store.getRound('s1', 'r1', 'rnd_run'))?.state).toBe('running');
       });
     });
 

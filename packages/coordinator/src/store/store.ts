@@ -53,6 +53,8 @@ export interface RoundRecord {
 export interface RoundCallName {
   id: string;
   name: string;
+  /** The item's `type` when it is not a function call (`otherItemOf`): what the format views need to answer it as the POST did. */
+  item?: string;
 }
 
 /** What a takeover finds of a round (`Store.takeRound`). */
