@@ -84,10 +84,10 @@ it('serves 2026-07-28 over stdio as a coordinator of the deployment (REDIS_URL)'
 
 it('checks TD_MCP_RUN_IDLE_MS before anything starts: a bad value exits 2 naming it; --help says it', () => {
   for (const args of [['mcp'], ['dev', '--port', '0']]) {
-    const r = spawnSync(BIN, args, { encoding: 'utf8', timeout: 30_000, env: env({ TD_MCP_RUN_IDLE_MS: 'soon' }) });
+    const r = spawnSync(BIN, args, { encoding: 'utf8', timeout: 120_000, env: env({ TD_MCP_RUN_IDLE_MS: 'soon' }) });
     expect(r.status, `${args[0]}: ${r.stderr}`).toBe(2);
     expect(r.stderr).toMatch(/TD_MCP_RUN_IDLE_MS must be a positive integer, got "soon"/);
   }
-  const help = spawnSync(BIN, ['--help'], { encoding: 'utf8', timeout: 30_000, env: env() });
+  const help = spawnSync(BIN, ['--help'], { encoding: 'utf8', timeout: 120_000, env: env() });
   expect(help.stdout).toMatch(/TD_MCP_RUN_IDLE_MS .*mcp-<n>/);
-});
+}, 400_000);
