@@ -118,10 +118,14 @@ describeModes('MCP server at /mcp', (mode) => {
     return { client, transport, sid, session: `mcp-${sid}`, used };
   }
 
-  it('initialize creates the session mcp-<MCP session id> of provider mcp, declaring tools with listChanged only', async () => {
+  it('initialize creates the session mcp-<MCP session id> of provider mcp, declaring tools with listChanged and (v1.3) tasks', async () => {
     const c = await connect();
     expect(c.sid).toMatch(/^[\x21-\x7e]+$/);
-    expect(c.client.getServerCapabilities()).toEqual({ tools: { listChanged: true } });
+    // v1.3: and the 2025-11-25 tasks utility (mcp-tasks.test.ts).
+    expect(c.client.getServerCapabilities()).toEqual({
+      tools: { listChanged: true },
+      tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+    });
     const s = await f.api.request('GET', `/v1/sessions/${c.session}`);
     expect(s.status).toBe(200);
     expect(s.json.provider).toBe('mcp');

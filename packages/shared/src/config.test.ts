@@ -150,3 +150,13 @@ describe('TD_REDIS_REPLICA_ACKS, TD_REDIS_WAIT_MS and TD_REDIS_COMMAND_TIMEOUT_M
     expect(resolveConfig({}, { ...env, TD_REDIS_REPLICA_ACKS: '0' }).redisWaitMs).toBe(2000);
   });
 });
+
+describe('TD_MCP_TASK_AFTER_MS', () => {
+  it('defaults to 2000 ms, reads 0 to 3600000, and refuses anything else naming it', () => {
+    expect(resolveConfig({}, {}).mcpTaskAfterMs).toBe(2000);
+    expect(resolveConfig({}, { TD_MCP_TASK_AFTER_MS: '0' }).mcpTaskAfterMs).toBe(0);
+    expect(resolveConfig({}, { TD_MCP_TASK_AFTER_MS: '3600000' }).mcpTaskAfterMs).toBe(3_600_000);
+    for (const bad of ['soon', '-1', '1.5', '3600001'])
+      expect(() => resolveConfig({}, { TD_MCP_TASK_AFTER_MS: bad })).toThrow(/TD_MCP_TASK_AFTER_MS must be an integer/);
+  });
+});

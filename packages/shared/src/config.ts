@@ -11,6 +11,8 @@ export const DEFAULT_CONFIRM_TIMEOUT_MS = 300_000;
 export const DEFAULT_INPUT_TIMEOUT_MS = 600_000;
 /** TD_MCP_RUN_IDLE_MS (v1.3): a 2026-07-28 MCP session's run `mcp-<n>` ends after this long without a call. */
 export const DEFAULT_MCP_RUN_IDLE_MS = 600_000;
+/** TD_MCP_TASK_AFTER_MS (v1.3): a tools/call of a client with the MCP tasks extension becomes a task past this long. */
+export const DEFAULT_MCP_TASK_AFTER_MS = 2_000;
 export const RESULT_CACHE_TTL_MS = 30 * 60_000;
 export const EVENT_REPLAY_MS = 15 * 60_000;
 export const DEFAULT_WORKER_CONCURRENCY = 16;
@@ -92,6 +94,8 @@ export interface DispatchConfig {
   inputTimeoutMs: number;
   /** TD_MCP_RUN_IDLE_MS (v1.3): a 2026-07-28 MCP client's current run `mcp-<n>` ends after this long without a call. */
   mcpRunIdleMs: number;
+  /** TD_MCP_TASK_AFTER_MS (v1.3): a 2026 tasks-extension client's tools/call still running this long is answered as a task. */
+  mcpTaskAfterMs: number;
   maxConcurrentTools: number;
   workerConcurrency: number;
   workerSerialConcurrency: number;
@@ -291,6 +295,9 @@ export function resolveConfig(
       options.inputTimeoutMs ?? positiveInt(env.TD_INPUT_TIMEOUT_MS, DEFAULT_INPUT_TIMEOUT_MS, 'TD_INPUT_TIMEOUT_MS'),
     mcpRunIdleMs:
       options.mcpRunIdleMs ?? positiveInt(env.TD_MCP_RUN_IDLE_MS, DEFAULT_MCP_RUN_IDLE_MS, 'TD_MCP_RUN_IDLE_MS'),
+    mcpTaskAfterMs:
+      options.mcpTaskAfterMs ??
+      nonNegativeInt(env.TD_MCP_TASK_AFTER_MS, DEFAULT_MCP_TASK_AFTER_MS, 'TD_MCP_TASK_AFTER_MS', 3_600_000),
     maxConcurrentTools:
       options.maxConcurrentTools ?? positiveInt(env.MAX_CONCURRENT_TOOLS, MAX_CONCURRENT_TOOLS, 'MAX_CONCURRENT_TOOLS'),
     workerConcurrency:

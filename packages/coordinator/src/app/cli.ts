@@ -70,6 +70,8 @@ Environment (docs/api.md):
                          its answer before it ends error/timeout (default ${DEFAULT_INPUT_TIMEOUT_MS})
   TD_MCP_RUN_IDLE_MS     a 2026-07-28 MCP client's run mcp-<n> ends after this long without a call
                          (default ${DEFAULT_MCP_RUN_IDLE_MS})
+  TD_MCP_TASK_AFTER_MS   a tools/call of an MCP tasks-extension client still running this long (or
+                         waiting for a person) is answered as a task (0-3600000, default 2000)
   MAX_CONCURRENT_TOOLS   concurrent calls in flight per run (default 5)
   TD_WORKER_CONCURRENCY  concurrent-queue jobs per worker process (default 16)
   TD_WORKER_SERIAL_CONCURRENCY  serial-queue jobs per worker process, each of a different run (default 8)

@@ -38,6 +38,7 @@ import { QueueExecutor } from '../executors/queue/queue-executor.js';
 import { mountQueueDashboard } from '../http/dashboard.js';
 import type { McpHooks } from '../http/mcp/mcp-service.js';
 import type { McpSessions } from '../http/mcp/mcp-sessions.js';
+import type { McpTaskRecords } from '../http/mcp/mcp-tasks-records.js';
 import { RedisInboxFeed } from '../inbox/redis.js';
 import { RedisInputHub } from '../inputs/redis.js';
 import { RedisLedger } from '../ledger/redis.js';
@@ -47,6 +48,7 @@ import type { RoundRef } from '../model.js';
 import type { NamedLimits } from '../rules/named-limits.js';
 import { RedisStore } from '../store/redis.js';
 import { RedisMcpSessions } from './mcp-sessions.js';
+import { RedisMcpTaskRecords } from './mcp-task-records.js';
 import type { CoordinatorMetrics } from './metrics.js';
 import { type RunningCoordinator, startCoordinator } from './serve.js';
 
@@ -163,6 +165,15 @@ async function connectEngineRedis(config: DispatchConfig, log: (line: string) =>
   return redis;
 }
 
+/** What createDistributedEngine builds: the engine and the Redis seams /mcp uses beside it. */
+export interface DistributedEngine {
+  engine: Engine;
+  executor: QueueExecutor;
+  mcpSessions: McpSessions;
+  mcpTaskRecords: McpTaskRecords;
+  release(): Promise<void>;
+}
+
 /** The engine over Redis: RedisStore, RedisEventBus, RedisConfirmHub, RedisInputHub and the BullMQ QueueExecutor. */
 export async function createDistributedEngine(
   config: DispatchConfig,
@@ -174,7 +185,7 @@ export async function createDistributedEngine(
     /** TD_LIMITS (held in Redis, across every coordinator). */
     namedLimits?: NamedLimits;
   } = {},
-): Promise<{ engine: Engine; executor: QueueExecutor; mcpSessions: McpSessions; release(): Promise<void> }> {
+): Promise<DistributedEngine> {
   const log = options.log ?? (() => {});
   const redis = await connectEngineRedis(config, log);
   const prefix = config.prefix;
@@ -218,11 +229,14 @@ export async function createDistributedEngine(
     engine,
     executor,
     mcpSessions: new RedisMcpSessions(redis, prefix),
-    release: async () => {
-      if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-      else redis.disconnect();
-    },
+    mcpTaskRecords: new RedisMcpTaskRecords(redis, prefix),
+    release: () => quitRedis(redis),
   };
+}
+
+async function quitRedis(redis: RedisClient): Promise<void> {
+  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
 }
 
 /** Queue depth and worker liveness, read from Redis at each scrape of /metrics; workers' tools start at 0. */
@@ -269,6 +283,7 @@ export async function distributedCoordinator(options: {
   let release: (() => Promise<void>) | undefined;
   let executor: QueueExecutor | undefined;
   let mcpSessions: McpSessions | undefined;
+  let mcpTaskRecords: McpTaskRecords | undefined;
   const running = await startCoordinator({
     config,
     port: options.port,
@@ -284,10 +299,12 @@ export async function distributedCoordinator(options: {
       release = built.release;
       executor = built.executor;
       mcpSessions = built.mcpSessions;
+      mcpTaskRecords = built.mcpTaskRecords;
       watchQueues(metrics, built.executor);
       return built.engine;
     },
     mcpSessions: () => mcpSessions as McpSessions,
+    mcpTaskRecords: () => mcpTaskRecords as McpTaskRecords,
     ...(options.mcpHooks ? { mcpHooks: options.mcpHooks } : {}),
     ...(options.version ? { version: options.version } : {}),
     metricsText: async () => `${await metrics.metrics()}${(await workerMetrics?.metrics()) ?? ''}`,

@@ -6,10 +6,13 @@ import { LISTEN_BACKLOG } from '../http/limits.js';
 import type { McpHooks } from '../http/mcp/mcp-service.js';
 import { McpService } from '../http/mcp/mcp-service.js';
 import type { McpSessions } from '../http/mcp/mcp-sessions.js';
+import { McpTasks } from '../http/mcp/mcp-tasks.js';
+import type { McpTaskRecords } from '../http/mcp/mcp-tasks-records.js';
 import { buildServer } from '../http/server.js';
 import { loadTokenTable, type TokenTable } from '../http/tokens.js';
 import { createEngine } from './embedded.js';
 import { MemoryMcpSessions } from './mcp-sessions.js';
+import { MemoryMcpTaskRecords } from './mcp-task-records.js';
 
 export interface ServeOptions {
   config: DispatchConfig;
@@ -27,6 +30,8 @@ export interface ServeOptions {
   onClosed?: () => Promise<void>;
   /** Where /mcp keeps its MCP sessions (after makeEngine); in this process's memory by default. */
   mcpSessions?: () => McpSessions;
+  /** (v1.3) Where /mcp keeps its MCP tasks (after makeEngine); in this process's memory by default. */
+  mcpTaskRecords?: () => McpTaskRecords;
   /** Metrics and traces of /mcp. */
   mcpHooks?: McpHooks;
   /** The version the MCP server names itself with. */
@@ -50,11 +55,18 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
   const stopReloads = apiTokens ? reloadTokensOnHangup(apiTokens, options.config.apiTokensFile ?? '', log) : () => {};
   const engine = await (options.makeEngine ?? ((config) => createEngine({ config })))(options.config);
   const mcpSessions = options.mcpSessions?.() ?? new MemoryMcpSessions();
+  const tasks = new McpTasks({
+    dispatcher: engine,
+    records: options.mcpTaskRecords?.() ?? new MemoryMcpTaskRecords(),
+    retentionMs: options.config.roundRetentionMs,
+    afterMs: options.config.mcpTaskAfterMs,
+  });
   const mcp = new McpService({
     dispatcher: engine,
     sessions: mcpSessions,
     version: options.version ?? 'unknown',
     runIdleMs: options.config.mcpRunIdleMs,
+    tasks,
     ...(options.mcpHooks ? { hooks: options.mcpHooks } : {}),
   });
   await mcp.start();
@@ -81,6 +93,7 @@ export async function startCoordinator(options: ServeOptions): Promise<RunningCo
       // Subscribers get the drained rounds' last events before their streams end.
       await engine.events.flush?.(2000).catch(() => undefined);
       await closeWithin(app, 5000);
+      await tasks.close();
       await mcpSessions.close();
       await engine.close();
       await options.onClosed?.();

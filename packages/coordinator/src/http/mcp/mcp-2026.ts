@@ -2,6 +2,7 @@
 // its version and the client's capabilities in `_meta`, served by the SDK's per-request entry
 // (`createMcpHandler`, modern only: 2025 traffic keeps its own path in mcp-routes.ts) on a fresh
 // SDK Server per request, so any coordinator answers any of them.
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import {
   CLIENT_CAPABILITIES_META_KEY,
@@ -21,8 +22,9 @@ import type { Dispatcher } from '../../dispatcher.js';
 import { RequestError } from '../../request-error.js';
 import { runModernCall } from './mcp-2026-call.js';
 import { McpCallError } from './mcp-call.js';
-import { mcpToolsOf } from './mcp-mapping.js';
+import { callIdsOf, mcpToolsOf } from './mcp-mapping.js';
 import { INSTRUCTIONS, type McpService, SERVER_CAPABILITIES } from './mcp-service.js';
+import { callMaybeTask, declaresTasks, registerTasksExt, TASKS_EXTENSION } from './mcp-tasks-ext.js';
 
 /** Who a 2026 request acts for and where: the session, whether it must be created, the token. */
 export interface ModernBinding {
@@ -64,7 +66,12 @@ export class ModernMcp {
   serverFor(binding: ModernBinding | undefined): Server {
     const server = new Server(
       { name: 'tool-dispatch', version: this.service.version },
-      { capabilities: SERVER_CAPABILITIES, instructions: INSTRUCTIONS },
+      {
+        capabilities: this.service.tasks
+          ? { ...SERVER_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } }
+          : SERVER_CAPABILITIES,
+        instructions: INSTRUCTIONS,
+      },
     );
     if (!binding) return server; // a subscriptions/listen: capabilities only
     server.setRequestHandler('tools/list', async () => {
@@ -79,6 +86,12 @@ export class ModernMcp {
       const info = { mcpSession: '', session: binding.session, method: 'tools/call', tool: request.params.name };
       return (hook ? hook.call(this.service.hooks, info, call) : call()) as Promise<never>;
     });
+    const tasks = this.service.tasks;
+    if (tasks)
+      registerTasksExt(server, tasks, {
+        owner: binding.principal,
+        capabilities: (ctx) => capabilitiesOf(ctx as ServerContext),
+      });
     return server;
   }
 
@@ -96,6 +109,21 @@ export class ModernMcp {
     const state = ctx.mcpReq.requestState<unknown>();
     const scope = `td-2026:${binding.session}`;
     try {
+      const tasks = this.service.tasks;
+      // (v1.3) A client with the tasks extension: a call that waits or runs long is answered as a task.
+      if (tasks && declaresTasks(caps) && state === undefined)
+        return await this.inSession(binding, async () => {
+          const run = `mcp-${await this.service.sessions.currentRun(binding.session, this.runIdleMs)}`;
+          const ids = callIdsOf(params._meta, run, () => `mcp-${randomUUID()}`);
+          const call = {
+            owner: binding.principal,
+            session: binding.session,
+            ids,
+            name: params.name,
+            args: params.arguments ?? {},
+          };
+          return callMaybeTask(tasks, call, { signal: ctx.mcpReq.signal, watch: (x, on) => this.service.watch(x, on) });
+        });
       return await this.inSession(binding, () =>
         runModernCall(this.dispatcher, {
           session: binding.session,
@@ -254,4 +282,10 @@ class CatalogBus implements ServerEventBus {
       }
     };
   }
+}
+
+/** A 2026 request's client capabilities, from its `_meta` envelope. */
+function capabilitiesOf(ctx: ServerContext): Record<string, unknown> | undefined {
+  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+  return envelope[CLIENT_CAPABILITIES_META_KEY] as Record<string, unknown> | undefined;
 }

@@ -7,6 +7,7 @@ import { type ModernBinding, ModernMcp } from './mcp-2026.js';
 import { rebindingProblem } from './mcp-origin.js';
 import type { McpService } from './mcp-service.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
+import { createTask2025, isTaskCall2025 } from './mcp-tasks-2025.js';
 
 export const MCP_PATH = '/mcp';
 
@@ -72,6 +73,22 @@ async function sessionOf(service: McpService, request: FastifyRequest, reply: Fa
     return undefined;
   }
   return record;
+}
+
+/** (v1.3) A tools/call asking for a task (2025-11-25): answered here with its CreateTaskResult once stored. */
+async function answeredAsTask(
+  service: McpService,
+  record: McpSessionRecord,
+  owner: string,
+  requests: Message[],
+  reply: FastifyReply,
+): Promise<boolean> {
+  const tasks = service.tasks;
+  const only = requests.length === 1 ? requests[0] : undefined;
+  if (!tasks || !only || !isTaskCall2025(only)) return false;
+  service.hooks.request?.('tools/call');
+  await reply.type('application/json').send(await createTask2025(tasks, record, owner, only));
+  return true;
 }
 
 /**
@@ -157,9 +174,11 @@ async function legacyPost(
     else await service.answered(record, m);
   }
   if (requests.length === 0) return reply.code(202).send();
+  const owner = principalOf(request).name;
+  if (await answeredAsTask(service, record, owner, requests, reply)) return reply;
   for (const m of requests)
     if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
   reply.hijack();
-  await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0]);
+  await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0], owner);
   return reply;
 }

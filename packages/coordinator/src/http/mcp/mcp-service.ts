@@ -8,6 +8,8 @@ import type { DispatchEvent } from '../../events/event-bus.js';
 import { McpCallError, runMcpCall } from './mcp-call.js';
 import { answeredBy, approvalOf, inputAnswerOf, mcpToolsOf } from './mcp-mapping.js';
 import type { McpCancel, McpSessionRecord, McpSessions } from './mcp-sessions.js';
+import type { McpTasks } from './mcp-tasks.js';
+import { registerTasks2025, TASKS_CAPABILITY_2025 } from './mcp-tasks-2025.js';
 
 /** How often the catalog is compared while a client listens for list_changed. */
 export const MCP_CATALOG_POLL_MS = 1_000;
@@ -33,6 +35,8 @@ export interface McpServiceOptions {
   catalogPollMs?: number;
   /** TD_MCP_RUN_IDLE_MS: a 2026-07-28 client's run `mcp-<n>` ends after this long without a call. */
   runIdleMs?: number;
+  /** (v1.3) MCP tasks over the stored round (Streamable HTTP; absent: no task support). */
+  tasks?: McpTasks;
 }
 
 export const SERVER_CAPABILITIES = { tools: { listChanged: true } };
@@ -83,6 +87,10 @@ export class McpService {
     return this.o.version;
   }
 
+  get tasks(): McpTasks | undefined {
+    return this.o.tasks;
+  }
+
   get runIdleMs(): number {
     return this.o.runIdleMs ?? DEFAULT_MCP_RUN_IDLE_MS;
   }
@@ -115,17 +123,30 @@ export class McpService {
   }
 
   /** A fresh SDK server bound to one MCP session, answering tools/list and tools/call. */
-  serverFor(record: () => McpSessionRecord, transport: () => Transport | undefined): Server {
+  serverFor(record: () => McpSessionRecord, transport: () => Transport | undefined, owner?: string): Server {
+    // (v1.3) Tasks on Streamable HTTP, bound to the request's token.
+    const tasks = owner !== undefined ? this.o.tasks : undefined;
+    const capabilities = tasks ? { ...SERVER_CAPABILITIES, tasks: TASKS_CAPABILITY_2025 } : SERVER_CAPABILITIES;
     const server = new Server(
       { name: 'tool-dispatch', version: this.o.version },
-      { capabilities: SERVER_CAPABILITIES, instructions: INSTRUCTIONS },
+      { capabilities, instructions: INSTRUCTIONS },
     );
     server.setRequestHandler('tools/list', async () => {
       this.hooks.request?.('tools/list');
       const r = record();
       const [view, catalog] = await Promise.all([this.o.dispatcher.toolsFor(r.session), this.o.dispatcher.catalog()]);
-      return { tools: mcpToolsOf(view.tools, catalog) } as never;
+      const tools = mcpToolsOf(view.tools, catalog);
+      return { tools: tasks ? tools.map((t) => ({ ...t, execution: { taskSupport: 'optional' } })) : tools } as never;
     });
+    if (tasks && owner !== undefined)
+      registerTasks2025(server, tasks, {
+        owner,
+        record: record(),
+        send: async (message, relatedRequestId) => {
+          await transport()?.send(message as never, { relatedRequestId });
+        },
+        watch: (session, onEvent) => this.watch(session, onEvent),
+      });
     server.setRequestHandler('tools/call', async (request, ctx) => {
       this.hooks.request?.('tools/call');
       const r = record();
@@ -208,6 +229,7 @@ export class McpService {
     raw: Parameters<NodeStreamableHTTPServerTransport['handleRequest']>[0],
     res: ServerResponse,
     body: unknown,
+    owner?: string,
   ): Promise<void> {
     // Nothing goes out before the answer (no question for the client, no progress): one JSON body, no stream.
     const quiet = !record.elicitation && !wantsProgress(body);
@@ -218,6 +240,7 @@ export class McpService {
     const server = this.serverFor(
       () => record,
       () => transport,
+      owner,
     );
     await server.connect(transport);
     res.on('close', () => {
