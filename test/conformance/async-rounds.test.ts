@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { type Answer, Api, type Call, direct, type RoundAnswer, uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
 import { overRedis, startExtraCoordinator, stopGroup } from './service.js';
@@ -56,14 +57,15 @@ describeModes('async rounds', (mode) => {
     return r.json.round as string;
   };
   /** GETs until `ok` holds (states move on as the round goes). */
-  async function until(s: string, run: string, round: string, ok: (r: Answer) => boolean, what: string) {
+  async function untilRound(s: string, run: string, round: string, ok: (r: Answer) => boolean, what: string) {
     let last: Answer | undefined;
-    for (let i = 0; i < 600; i++) {
-      last = await get(s, run, round);
-      if (ok(last)) return last;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`round ${round} never ${what}; last ${last?.status} ${last?.text}`);
+    return await until(
+      async () => {
+        last = await get(s, run, round);
+        return ok(last) ? last : undefined;
+      },
+      { what: () => `round ${round} ${what} (last ${last?.status} ${last?.text})`, intervalMs: 50 },
+    );
   }
   const stateOf = (r: Answer, i: number) => (r.status === 202 ? r.json.calls?.[i]?.state : undefined);
 
@@ -75,7 +77,7 @@ describeModes('async rounds', (mode) => {
     const posted = await as().postRound(s, run, calls, { headers: { ...ASYNC, 'idempotency-key': key } });
     const round = accepted(posted);
     expect(posted.headers.get('location')).toBe(`/v1/sessions/${s}/runs/${run}/rounds/${round}`);
-    const running = await until(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+    const running = await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
     expect(running.json).toMatchObject({ round, run, status: 'running' });
     expect(running.json.calls.map((c: { id: string; name: string }) => [c.id, c.name])).toEqual([
       [calls[0]?.id, 'run_command'],
@@ -123,7 +125,7 @@ describeModes('async rounds', (mode) => {
     const round = accepted(
       await as().postRound(s, run, [direct('run_command', { command: 'echo approved' })], { headers: ASYNC }),
     );
-    await until(s, run, round, (r) => stateOf(r, 0) === 'waiting_for_approval', 'waited for approval');
+    await untilRound(s, run, round, (r) => stateOf(r, 0) === 'waiting_for_approval', 'waited for approval');
     const [c] = await as().waitPending(s, 1);
     expect((await as().answer(s, c?.confirmationId ?? '', { approve: true })).status).toBe(200);
     const done = await get(s, run, round, 'wait=60000');
@@ -137,7 +139,7 @@ describeModes('async rounds', (mode) => {
     const round = accepted(
       await as().postRound(s, run, [direct('ask_user', { question: 'Colour?' })], { headers: ASYNC }),
     );
-    await until(s, run, round, (r) => stateOf(r, 0) === 'waiting_for_input', 'waited for input');
+    await untilRound(s, run, round, (r) => stateOf(r, 0) === 'waiting_for_input', 'waited for input');
     const inputs = (await as().request('GET', `/v1/sessions/${s}/inputs`)).json.inputs;
     const answered = await as().request('POST', `/v1/sessions/${s}/inputs/${inputs[0].inputId}`, { output: 'teal' });
     expect(answered.status, answered.text).toBe(200);
@@ -173,7 +175,7 @@ describeModes('async rounds', (mode) => {
     const s = await session();
     const run = uid('run');
     const round = accepted(await as().postRound(s, run, [sleepCmd(60)], { headers: ASYNC }));
-    await until(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+    await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
     const cancelled = await as().request('DELETE', `/v1/sessions/${s}/runs/${run}`);
     expect(cancelled.status, cancelled.text).toBe(200);
     const done = await get(s, run, round, 'wait=60000');
@@ -205,7 +207,7 @@ describeModes('async rounds', (mode) => {
     const calls = [direct('calculate', { expression: '3*3' })];
     const first = await as().round(s, run, calls, { headers: { 'idempotency-key': key } });
     expect((await get(s, run, first.round)).status).toBe(200);
-    await until(s, run, first.round, (r) => r.status === 404, 'was forgotten');
+    await untilRound(s, run, first.round, (r) => r.status === 404, 'was forgotten');
     const again = await as().round(s, run, calls, { headers: { 'idempotency-key': key } });
     expect(again.round).not.toBe(first.round);
   }, 120_000);
@@ -218,7 +220,7 @@ describeModes('async rounds', (mode) => {
         const run = uid('run');
         const round = accepted(await as('a', second.base).postRound(s, run, [sleepCmd(3)], { headers: ASYNC }));
         // Running on the accepting coordinator, seen from the other one.
-        await until(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+        await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
         second.group.signal('SIGKILL');
         await second.group.exited;
         let done: Answer | undefined;

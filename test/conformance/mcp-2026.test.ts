@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { Api } from './api.js';
 import { describeModes, useService } from './fixture.js';
 import {
@@ -61,14 +62,6 @@ const textOf = (r: CallResult) =>
     .map((c) => c.text)
     .join('');
 
-async function until<T>(f: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  for (const end = Date.now() + ms; ; await sleep(100)) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-  }
-}
-
 /** One HTTP exchange the client made: where, its headers, the JSON-RPC method and the HTTP status. */
 interface Exchange {
   base: string;
@@ -95,8 +88,7 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
         const r = await f.api.request('GET', '/v1/tools');
         return (r.json.tools as Array<{ name: string }>).some((t) => t.name === ASK) ? true : undefined;
       },
-      60_000,
-      'the fake MCP server’s tools',
+      { timeoutMs: 60_000, what: 'the fake MCP server’s tools' },
     );
   }, 150_000);
   afterAll(async () => {
@@ -371,22 +363,23 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
     );
     call.catch(() => undefined);
     const pidFile = path.join(f.service.workspace(session, 'ta'), 'child.pid');
-    await until(
-      async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '',
-      30_000,
-      'the command started',
-    );
+    await until(async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', {
+      timeoutMs: 30_000,
+      what: 'the command started',
+    });
     // The first leg got input_required; the retry (the approval, on the other coordinator when there are two) is the one waiting.
     expect(c.exchanges.filter((e) => e.method === 'tools/call')).toHaveLength(2);
     ac.abort('stop');
     await expect(call).rejects.toBeDefined();
-    const entry = await until(
-      async () => (await history(session)).find((e) => e.id === 'long26'),
-      20_000,
-      'the cancelled call in history',
-    );
+    const entry = await until(async () => (await history(session)).find((e) => e.id === 'long26'), {
+      timeoutMs: 20_000,
+      what: 'the cancelled call in history',
+    });
     expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
-    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), 10_000, 'the command’s child gone');
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the command’s child gone',
+    });
   });
 
   it('sends notifications/tools/list_changed on a subscriptions/listen stream when the catalog changes', async () => {
@@ -400,7 +393,7 @@ describeModes('MCP 2026-07-28 at /mcp', (mode) => {
       expect(sub.honoredFilter).toMatchObject({ toolsListChanged: true });
       await sleep(1500); // the catalog's first look taken
       writeFileSync(toolsFileOf(mode), JSON.stringify([`extra_${mode}`]));
-      await until(async () => (changed > 0 ? true : undefined), 30_000, 'list_changed');
+      await until(async () => (changed > 0 ? true : undefined), { timeoutMs: 30_000, what: 'list_changed' });
       const { tools } = await c.client.listTools();
       expect(tools.map((t) => t.name)).toContain(mcpToolName('fake', `extra_${mode}`));
     } finally {

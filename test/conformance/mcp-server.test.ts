@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { describeModes, useService } from './fixture.js';
 import {
   markedSeconds,
@@ -43,14 +44,6 @@ const textOf = (r: CallResult) =>
     .map((c) => c.text)
     .join('');
 
-async function until<T>(f: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  for (const end = Date.now() + ms; ; await sleep(100)) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-  }
-}
-
 describeModes('MCP server at /mcp', (mode) => {
   const tmp = realpathSync(mkdtempSync(path.join(tmpdir(), `td-mcps-${mode}-`)));
   const toolsFile = path.join(tmp, 'fake-tools.json');
@@ -78,8 +71,7 @@ describeModes('MCP server at /mcp', (mode) => {
         const names = (r.json.tools as Array<{ name: string }>).map((t) => t.name);
         return names.includes(ECHO) && names.includes(ASK) ? true : undefined;
       },
-      60_000,
-      'the MCP servers’ tools in the catalog',
+      { timeoutMs: 60_000, what: 'the MCP servers’ tools in the catalog' },
     );
   }, 150_000);
   afterAll(async () => {
@@ -274,8 +266,7 @@ describeModes('MCP server at /mcp', (mode) => {
         ((await f.api.request('GET', `/v1/sessions/${c.session}/confirmations`)).json.confirmations as unknown[])[0] as
           | Record<string, unknown>
           | undefined,
-      20_000,
-      'the confirmation pending',
+      { timeoutMs: 20_000, what: 'the confirmation pending' },
     );
     const answered = await f.api.request('POST', `/v1/sessions/${c.session}/confirmations/${pending.confirmationId}`, {
       approve: true,
@@ -292,8 +283,7 @@ describeModes('MCP server at /mcp', (mode) => {
         (
           (await f.api.request('GET', `/v1/sessions/${plain.session}/confirmations`)).json.confirmations as unknown[]
         )[0] as Record<string, unknown> | undefined,
-      20_000,
-      'the confirmation pending',
+      { timeoutMs: 20_000, what: 'the confirmation pending' },
     );
     await f.api.request('POST', `/v1/sessions/${plain.session}/confirmations/${p2.confirmationId}`, { approve: false });
     expect(metaOf(await call2).status).toBe('denied');
@@ -359,11 +349,10 @@ describeModes('MCP server at /mcp', (mode) => {
     );
     call.catch(() => undefined);
     const pidFile = path.join(f.service.workspace(c.session), 'child.pid');
-    await until(
-      async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '',
-      20_000,
-      'the command started',
-    );
+    await until(async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', {
+      timeoutMs: 20_000,
+      what: 'the command started',
+    });
     ac.abort('stop');
     await expect(call).rejects.toBeDefined();
     const entry = await until(
@@ -373,11 +362,13 @@ describeModes('MCP server at /mcp', (mode) => {
             Record<string, unknown>
           >
         ).find((e) => e.id === 'long'),
-      20_000,
-      'the cancelled call in history',
+      { timeoutMs: 20_000, what: 'the cancelled call in history' },
     );
     expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
-    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), 10_000, 'the command’s child gone');
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the command’s child gone',
+    });
     const next = await c.client.callTool({ name: 'calculate', arguments: { expression: '2*3' } });
     expect(metaOf(next).status).toBe('ok');
   });
@@ -399,8 +390,7 @@ describeModes('MCP server at /mcp', (mode) => {
             Record<string, unknown>
           >
         ).find((e) => e.id === 'doomed'),
-      20_000,
-      'the cancelled call in history',
+      { timeoutMs: 20_000, what: 'the cancelled call in history' },
     );
     expect(entry).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
     const after = await fetch(`${f.service.base}/mcp`, {
@@ -443,7 +433,7 @@ describeModes('MCP server at /mcp', (mode) => {
     const c = await connect({ onListChanged: () => changed++ });
     await sleep(1500); // the listening stream opened
     writeFileSync(toolsFile, JSON.stringify(['extra_9']));
-    await until(async () => (changed > 0 ? true : undefined), 30_000, 'list_changed');
+    await until(async () => (changed > 0 ? true : undefined), { timeoutMs: 30_000, what: 'list_changed' });
     const { tools } = await c.client.listTools();
     expect(tools.map((t) => t.name)).toContain(mcpToolName('fake', 'extra_9'));
   });
@@ -480,8 +470,7 @@ describeModes('MCP server at /mcp', (mode) => {
               confirmations: Array<Record<string, unknown>>;
             }
           ).confirmations[0],
-        20_000,
-        'the confirmation pending on the other coordinator',
+        { timeoutMs: 20_000, what: 'the confirmation pending on the other coordinator' },
       );
       const answered = await fetch(`${other}/v1/sessions/${c.session}/confirmations/${pending.confirmationId}`, {
         method: 'POST',

@@ -15,9 +15,10 @@ import {
   RELATED_TASK_META_KEY,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { until } from '../support/until.js';
 import { Api } from './api.js';
 import { describeModes, useService } from './fixture.js';
-import { markedSeconds, overRedis, pidsWithArg, sleep, startExtraCoordinator, stopGroup } from './service.js';
+import { markedSeconds, overRedis, pidsWithArg, startExtraCoordinator, stopGroup } from './service.js';
 
 const TOKENS = {
   a: { token: 'mcptasks-tok-a-backend-0123456789', name: 'a-backend', tenant: 'ta', role: 'backend' },
@@ -111,14 +112,6 @@ class ExtClient {
 
 type Elicit = (params: Record<string, unknown>) => Promise<Record<string, unknown>>;
 type Who = keyof typeof TOKENS;
-
-async function until<T>(f: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  for (const end = Date.now() + ms; ; await sleep(100)) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-  }
-}
 
 describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
   const f = useService(mode, {
@@ -258,8 +251,7 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
         const t = await c.client.experimental.tasks.getTask(task.taskId);
         return t.status === 'input_required' ? t : undefined;
       },
-      20_000,
-      'the task input_required',
+      { timeoutMs: 20_000, what: 'the task input_required' },
     );
     expect(waiting.statusMessage).toBe('waiting for approval');
     const pending = (await api().request('GET', `/v1/sessions/${c.session}/confirmations`)).json
@@ -288,20 +280,18 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
       command: `sleep ${marked} & echo started > child.pid; wait`,
     });
     const pidFile = path.join(f.service.workspace(c.session, TOKENS.a.tenant), 'child.pid');
-    await until(
-      async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '',
-      20_000,
-      'the command started',
-    );
+    await until(async () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', {
+      timeoutMs: 20_000,
+      what: 'the command started',
+    });
     expect(pidsWithArg(marked).length).toBeGreaterThan(0);
     const viaOther = await connect({ base: other() });
     const cancelled = await viaOther.client.experimental.tasks.cancelTask(task.taskId);
     expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
-    await until(
-      async () => (pidsWithArg(marked).length === 0 ? true : undefined),
-      10_000,
-      'the command’s processes gone',
-    );
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the command’s processes gone',
+    });
     expect((await c.client.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled');
     const result = await c.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(result.isError).toBe(true);
@@ -323,8 +313,7 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
           () => undefined,
           (e: { code?: number }) => (e.code === -32602 ? true : undefined),
         ),
-      20_000,
-      'the task forgotten',
+      { timeoutMs: 20_000, what: 'the task forgotten' },
     );
     expect((await c.client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).not.toContain(task.taskId);
   });
@@ -339,8 +328,7 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
         if (r.error) throw new Error(`tasks/get: ${r.error.message}`);
         return r.result?.status === status ? r.result : undefined;
       },
-      30_000,
-      `the task ${status}`,
+      { timeoutMs: 30_000, what: `the task ${status}` },
     );
   }
 
@@ -401,15 +389,17 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
     const created = await c.call('run_command', { command: `sleep ${marked}; echo never` });
     expect(created.result).toMatchObject({ resultType: 'task' });
     const taskId = created.result?.taskId as string;
-    await until(async () => (pidsWithArg(marked).length > 0 ? true : undefined), 20_000, 'the command started');
+    await until(async () => (pidsWithArg(marked).length > 0 ? true : undefined), {
+      timeoutMs: 20_000,
+      what: 'the command started',
+    });
     const ack = await c.cancel(taskId);
     expect(ack.result).toMatchObject({ resultType: 'complete' });
     await untilStatus(c, taskId, 'cancelled');
-    await until(
-      async () => (pidsWithArg(marked).length === 0 ? true : undefined),
-      10_000,
-      'the command’s processes gone',
-    );
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'the command’s processes gone',
+    });
     const hist = await api().history('mcp-a-backend');
     expect(hist.filter((e) => e.name === 'run_command' && e.error?.code === 'cancelled')).not.toHaveLength(0);
   });

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, type Proc, until } from '../support/cli-procs.js';
+import { api, CliProcesses, type Proc } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // API.md "DELETE /v1/sessions/{session}/runs/{run}": the run's running, awaiting-approval and
 // parked calls end cancelled, whichever coordinator the DELETE reaches. Real processes: two
@@ -57,8 +58,7 @@ describe('when a run is cancelled through a coordinator other than the one runni
             calls: [{ id: 'p', name: 'read_files', args: { paths: ['started.txt'] } }],
           })
         ).json?.results?.[0]?.output?.files?.[0]?.content === 'started\n',
-      20_000,
-      'the command started',
+      { timeoutMs: 20_000, what: 'the command started' },
     );
     const cancelled = await api(b.port, 'DELETE', `/v1/sessions/${s}/runs/r1`);
     expect(cancelled).toMatchObject({ status: 200, json: { cancelled: 2 } });
@@ -82,12 +82,14 @@ describe('when a run is cancelled through a coordinator other than the one runni
     const gatedRound = api(a.port, 'POST', `/v1/sessions/${s}/runs/r2/rounds`, {
       calls: [{ id: 'cmd', name: 'run_command', args: { command: 'echo hi' } }],
     });
-    await until(async () => (await api(b.port, 'GET', `/v1/sessions/${s}/inputs`)).json?.inputs?.[0], 20_000, 'parked');
-    await until(
-      async () => (await api(b.port, 'GET', `/v1/sessions/${s}/confirmations`)).json?.confirmations?.[0],
-      20_000,
-      'awaiting approval',
-    );
+    await until(async () => (await api(b.port, 'GET', `/v1/sessions/${s}/inputs`)).json?.inputs?.[0], {
+      timeoutMs: 20_000,
+      what: 'parked',
+    });
+    await until(async () => (await api(b.port, 'GET', `/v1/sessions/${s}/confirmations`)).json?.confirmations?.[0], {
+      timeoutMs: 20_000,
+      what: 'awaiting approval',
+    });
     expect(await api(b.port, 'DELETE', `/v1/sessions/${s}/runs/r1`)).toMatchObject({ json: { cancelled: 1 } });
     expect(await api(b.port, 'DELETE', `/v1/sessions/${s}/runs/r2`)).toMatchObject({ json: { cancelled: 1 } });
     for (const round of [await parkedRound, await gatedRound]) {

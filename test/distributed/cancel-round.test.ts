@@ -5,6 +5,7 @@ import { createDistributedEngine, type RoundView } from '@tool-dispatch/coordina
 import { resolveConfig } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // API.md v1.3: an async round's view and its own cancel (Dispatcher.getRound / cancelRound)
 // through a coordinator other than the one running it: two engines on one Redis; the round's
@@ -32,14 +33,17 @@ afterAll(async () => {
   await rm(workspaces, { recursive: true, force: true });
 });
 
-async function until(read: () => Promise<RoundView | null>, ok: (v: RoundView | null) => boolean, what: string) {
+/** Reads the round until `ok` holds; the failure shows the last view read. */
+async function readUntil(read: () => Promise<RoundView | null>, ok: (v: RoundView | null) => boolean, what: string) {
   let last: RoundView | null = null;
-  for (let i = 0; i < 400; i++) {
-    last = await read();
-    if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`never ${what}: ${JSON.stringify(last)}`);
+  const held = await until(
+    async () => {
+      last = await read();
+      return ok(last) ? { view: last } : undefined;
+    },
+    { what: () => `${what} (last: ${JSON.stringify(last)})` },
+  );
+  return held.view;
 }
 
 describe('an async round seen and cancelled through another coordinator', () => {
@@ -57,7 +61,11 @@ describe('an async round seen and cancelled through another coordinator', () => 
     });
     if (one.status !== 'running' || two.status !== 'running') throw new Error('expected both running');
     const parked = (v: RoundView | null) => v?.status === 'running' && v.calls[0]?.state === 'waiting_for_input';
-    await until(() => b.engine.getRound(session, 'r1', one.round), parked, 'parked, seen from the other coordinator');
+    await readUntil(
+      () => b.engine.getRound(session, 'r1', one.round),
+      parked,
+      'parked, seen from the other coordinator',
+    );
     // The second waits behind the first (a client tool is serial: the run's serial lane).
     const queued = await b.engine.getRound(session, 'r1', two.round);
     expect(queued?.status === 'running' && queued.calls[0]?.state).toBe('queued');
@@ -69,7 +77,7 @@ describe('an async round seen and cancelled through another coordinator', () => 
       error: { code: 'cancelled' },
     });
     // The other round of the run goes on: parked now that the lane is free.
-    await until(() => a.engine.getRound(session, 'r1', two.round), parked, 'the second parked');
+    await readUntil(() => a.engine.getRound(session, 'r1', two.round), parked, 'the second parked');
     expect(await b.engine.cancelRun(session, 'r1')).toBe(1);
     expect((await a.engine.getRound(session, 'r1', two.round, { waitMs: 30_000 }))?.status).toBe('done');
   }, 120_000);

@@ -2,8 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, killGroup, until } from '../support/cli-procs.js';
+import { api, CliProcesses, killGroup } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // DESIGN.md distributed shape: "A round's progress is stored so that another coordinator can
 // finish a round whose coordinator died", and a retry with the same Idempotency-Key gets the
@@ -33,7 +34,10 @@ describe('when a coordinator dies mid-round', () => {
       start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
     ]);
     if (!a || !b) throw new Error('coordinators did not start');
-    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator ready');
+    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: 20_000,
+      what: 'coordinator ready',
+    });
 
     const session = `death-${Date.now()}`;
     expect(
@@ -55,7 +59,7 @@ describe('when a coordinator dies mid-round', () => {
     const key = { 'idempotency-key': 'retry-1' };
     const lost = api(a.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key).catch(() => null);
     const counter = path.join(workspaces, 'default', session, 'count.txt');
-    await until(() => readFile(counter, 'utf8'), 30_000, 'the command started on a worker');
+    await until(() => readFile(counter, 'utf8'), { timeoutMs: 30_000, what: 'the command started on a worker' });
     killGroup(a, 'SIGKILL');
     await lost;
 

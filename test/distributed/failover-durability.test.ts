@@ -12,9 +12,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, until } from '../support/cli-procs.js';
+import { api, CliProcesses } from '../support/cli-procs.js';
 import { randomPrefix } from '../support/redis.js';
 import { type ReplicatedCluster, startReplicatedCluster } from '../support/redis-replicated.js';
+import { until } from '../support/until.js';
 
 const LONG = process.env.TD_LONG === '1';
 /** Sessions sending rounds one after another during a fault. */
@@ -61,8 +62,7 @@ async function newSession(d: Deployment, name: string): Promise<string> {
     async () =>
       (await api(d.ports[0], 'PUT', `/v1/sessions/${id}`, { provider: 'claude-code', autoApprove: 'all' })).status ===
       200,
-    30_000,
-    'session created',
+    { timeoutMs: 30_000, what: 'session created' },
   );
   await until(
     async () =>
@@ -71,8 +71,7 @@ async function newSession(d: Deployment, name: string): Promise<string> {
           calls: [{ id: 'f', name: 'find_tools', args: { names: ['run_command'] } }],
         })
       ).status === 200,
-    30_000,
-    'schemas shown',
+    { timeoutMs: 30_000, what: 'schemas shown' },
   );
   return id;
 }

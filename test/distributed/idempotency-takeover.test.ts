@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
+import { api, CliProcesses, killGroup, type Proc } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.js';
+import { until } from '../support/until.js';
 
 // API.md "keys for side effects": a call's idempotencyKey is the same on every retry of its round,
 // after a coordinator takeover and on a worker's redelivery. Real processes: a coordinator is
@@ -125,14 +126,18 @@ function describeTakeover(mode: 'redis' | 'cluster'): void {
       const calls = [post('held', probe.url('held')), post('quick', probe.url('quick'))];
       const key = { 'idempotency-key': `round-${mode}-${Date.now()}` };
       const lost = api(a.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key).catch(() => null);
-      await until(async () => probe.of('held').length > 0, 30_000, 'the POST held open by the probe');
+      await until(async () => probe.of('held').length > 0, {
+        timeoutMs: 30_000,
+        what: 'the POST held open by the probe',
+      });
       killGroup(a, 'SIGKILL');
       await lost;
 
       // The held POST is answered only once the other coordinator has taken the round over.
-      const released = until(async () => /taking over round/.test(b.output.join('')), 60_000, 'the takeover').then(() =>
-        probe.release(),
-      );
+      const released = until(async () => /taking over round/.test(b.output.join('')), {
+        timeoutMs: 60_000,
+        what: 'the takeover',
+      }).then(() => probe.release());
       const retried = await api(b.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key);
       await released;
       expect(retried.status, JSON.stringify(retried.json)).toBe(200);

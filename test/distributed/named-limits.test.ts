@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, type Proc, until } from '../support/cli-procs.js';
+import { api, CliProcesses, type Proc } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.js';
+import { until } from '../support/until.js';
 
 // API.md "Limits that queue instead of failing" (TD_LIMITS), against real processes in the three
 // modes: embedded (one `dev` process), distributed (two coordinators and two workers on a real
@@ -223,7 +224,7 @@ function describeNamedLimits(mode: 'embedded' | 'distributed' | 'cluster'): void
       const held = round(portOf(0), holder, 'r', [
         { id: 'long', name: 'run_command', args: { command: curl('hold', 5000), timeoutMs: 20_000 } },
       ]);
-      await until(async () => probe.seen('hold').inFlight === 1, 10_000, 'the holder running');
+      await until(async () => probe.seen('hold').inFlight === 1, { timeoutMs: 10_000, what: 'the holder running' });
       const answer = round(portOf(1), waiter, 'r', [
         { id: 'short', name: 'run_command', args: { command: curl('never', 10), timeoutMs: 1500 } },
         { id: 'calc', name: 'calculate', args: { expression: '6*7' } },
@@ -231,7 +232,10 @@ function describeNamedLimits(mode: 'embedded' | 'distributed' | 'cluster'): void
       // The waiting call is visible while it waits: td_limit_waiting on its coordinator.
       const metricsOf = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       const waiting = /td_limit_waiting\{limit="tool:run_command"\} (\d+)/;
-      await until(async () => waiting.exec(await metricsOf(portOf(1)))?.[1] === '1', 1400, 'the call seen waiting');
+      await until(async () => waiting.exec(await metricsOf(portOf(1)))?.[1] === '1', {
+        timeoutMs: 1400,
+        what: 'the call seen waiting',
+      });
       const results = await answer;
       expect(waiting.exec(await metricsOf(portOf(1)))?.[1]).toBe('0');
       const [short, calc] = results as [Result, Result];

@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, killGroup, until } from '../support/cli-procs.js';
+import { api, CliProcesses, killGroup } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // API.md "Parked calls": a coordinator that dies while a call is parked loses nothing; the round
 // is taken over, and the answer, posted to any coordinator, completes it. Real processes, a real
@@ -33,7 +34,10 @@ describe('when a coordinator dies while a call is parked', () => {
       start(['coordinator', '--host', '127.0.0.1'], env, /listening on/),
     ]);
     if (!a || !b) throw new Error('coordinators did not start');
-    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator ready');
+    await until(async () => (await api(a.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: 20_000,
+      what: 'coordinator ready',
+    });
 
     const session = `parked-death-${Date.now()}`;
     const put = await api(a.port, 'PUT', `/v1/sessions/${session}`, { provider: 'claude-code', autoApprove: 'all' });
@@ -52,8 +56,7 @@ describe('when a coordinator dies while a call is parked', () => {
     const lost = api(a.port, 'POST', `/v1/sessions/${session}/runs/r1/rounds`, { calls }, key).catch(() => null);
     const parked = await until(
       async () => (await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json?.inputs?.[0],
-      20_000,
-      'the ask_user call parked (seen from the other coordinator)',
+      { timeoutMs: 20_000, what: 'the ask_user call parked (seen from the other coordinator)' },
     );
     expect(parked).toMatchObject({ kind: 'interactive', callId: 'ask', name: 'ask_user', run: 'r1' });
     killGroup(a, 'SIGKILL');
@@ -72,8 +75,7 @@ describe('when a coordinator dies while a call is parked', () => {
         (await api(b.port, 'GET', `/v1/sessions/${session}/inputs`)).json?.inputs?.find(
           (i: { callId: string }) => i.callId === 'then',
         ),
-      30_000,
-      'the second ask_user parked by the coordinator that took the round over',
+      { timeoutMs: 30_000, what: 'the second ask_user parked by the coordinator that took the round over' },
     );
     expect(
       (await api(b.port, 'POST', `/v1/sessions/${session}/inputs/${next.inputId}`, { output: 'later' })).status,

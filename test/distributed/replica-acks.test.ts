@@ -14,9 +14,9 @@ import {
 } from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../support/cli-procs.js';
 import { freePort } from '../support/net.js';
 import { spawnRedisServer, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 let primary: TestRedis;
 let replica: ChildProcess;
@@ -40,12 +40,14 @@ beforeAll(async () => {
     '--dir', replicaDir, '--replicaof', '127.0.0.1', String(port),
   ], { stdio: 'ignore' });
   redis = connectRedis({ url: primary.url }, { commandTimeoutMs: 2_000 });
-  await until(
-    async () => /connected_slaves:1/.test(await (redis as Redis).info('replication')),
-    20_000,
-    'replica linked',
-  );
-  await until(async () => /master_link_status:up/.test(await connectOnce(replicaPort)), 20_000, 'replica in sync');
+  await until(async () => /connected_slaves:1/.test(await (redis as Redis).info('replication')), {
+    timeoutMs: 20_000,
+    what: 'replica linked',
+  });
+  await until(async () => /master_link_status:up/.test(await connectOnce(replicaPort)), {
+    timeoutMs: 20_000,
+    what: 'replica in sync',
+  });
 }, 60_000);
 
 async function connectOnce(port: number): Promise<string> {
@@ -127,7 +129,10 @@ describe('ReplicaAcks', () => {
     try {
       await node.set('k2', 'v');
       const pending = new ReplicaAcks(node, 1, 20_000).confirm('k2', "the call's start").catch((x: unknown) => x);
-      await until(async () => /blocked_clients:1/.test(await (admin as Redis).info('clients')), 5_000, 'WAIT blocked');
+      await until(async () => /blocked_clients:1/.test(await (admin as Redis).info('clients')), {
+        timeoutMs: 5_000,
+        what: 'WAIT blocked',
+      });
       await (admin as Redis).replicaof('127.0.0.1', new URL(primary.url).port);
       const e = await pending;
       expect(isNotDurable(e), String(e)).toBe(true);

@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
+import { api, CliProcesses, killGroup, type Proc } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.js';
+import { until } from '../support/until.js';
 
 // DESIGN.md pass 2 and API.md: at most MAX_CONCURRENT_TOOLS (5) calls of a run in flight, and
 // never two of its serial calls at once, whichever coordinators its rounds reach. Real processes:
@@ -197,7 +198,10 @@ function describeRunLimits(
           },
         ],
       }).catch(() => undefined);
-      await until(async () => (probe.runs.get(run)?.inFlight ?? 0) === 1, 30_000, 'the long command started');
+      await until(async () => (probe.runs.get(run)?.inFlight ?? 0) === 1, {
+        timeoutMs: 30_000,
+        what: 'the long command started',
+      });
       killGroup(a, 'SIGKILL');
       cli.procs.splice(cli.procs.indexOf(a), 1);
       const answer = await api(b.port, 'POST', `/v1/sessions/${s}/runs/${run}/rounds`, {

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, until } from '../support/cli-procs.js';
+import { api, CliProcesses } from '../support/cli-procs.js';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // A process started while its Redis does not answer within TD_REDIS_COMMAND_TIMEOUT_MS (a failover
 // under way, a machine too loaded to answer in time; here CLIENT PAUSE WRITE: connections get ready, writes are held) waits for it: it says so
@@ -53,8 +54,11 @@ describe('a process started while its Redis does not answer', () => {
     expect(coordinator.child.exitCode).toBeNull();
     await admin.call('CLIENT', 'UNPAUSE');
     admin.disconnect();
-    await until(async () => /consuming/.test(worker.output.join('')), 30_000, 'worker consuming');
-    await until(async () => /listening on/.test(coordinator.output.join('')), 30_000, 'coordinator listening');
+    await until(async () => /consuming/.test(worker.output.join('')), { timeoutMs: 30_000, what: 'worker consuming' });
+    await until(async () => /listening on/.test(coordinator.output.join('')), {
+      timeoutMs: 30_000,
+      what: 'coordinator listening',
+    });
     expect(worker.child.exitCode).toBeNull();
     expect(coordinator.child.exitCode).toBeNull();
 

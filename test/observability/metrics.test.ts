@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCleanMetrics } from '../support/promtool.js';
 import { startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 import { parseExposition, type Sample, samplesOf, sampleValue, tableOf, typesOf } from './exposition.js';
 import { request } from './processes.js';
 import { putSession, runTool, type Stack, startStack, submitRound } from './stack.js';
@@ -24,14 +25,17 @@ async function scrape(url: string): Promise<{ text: string; samples: Sample[]; c
   return { text: r.text, samples: parseExposition(r.text), contentType: r.headers.get('content-type') ?? '' };
 }
 
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not reached in time; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** Reads until `done` holds; the failure names `what` and shows the last value read. */
+async function readUntil<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  let last: T | undefined;
+  const held = await until(
+    async () => {
+      last = await read();
+      return done(last) ? { value: last } : undefined;
+    },
+    { what: () => `${what} (last: ${JSON.stringify(last)})` },
+  );
+  return held.value;
 }
 
 /**
@@ -61,7 +65,7 @@ async function runWorkload(): Promise<void> {
     runTool('b2', 'calculate', { expression: '2 + 2' }),
   ]);
   const c = submitRound(stack, { session, run: 'm3' }, [runTool('c1', 'edit_file', { path: 'a.txt', content: 'x' })]);
-  const confirmations = await until(
+  const confirmations = await readUntil(
     'a pending confirmation',
     async (): Promise<{ confirmationId: string }[]> =>
       (await request(`${stack.coordinator.url}/v1/sessions/${session}/confirmations`)).json.confirmations,
@@ -109,7 +113,7 @@ describe('the coordinator’s /metrics', () => {
     // Queue counts are read from Redis at scrape time; the worker marks a job completed just
     // after it sends the outcomes, so wait for both jobs to show: round A's three executions
     // were admitted together and share one job, round B's one has its own.
-    ({ text, samples, contentType } = await until(
+    ({ text, samples, contentType } = await readUntil(
       'two completed jobs on the concurrent queue',
       () => scrape(stack.coordinator.url),
       (s) => sampleValue(s.samples, 'td_queue_jobs', { queue: 'concurrent', state: 'completed' }) === 2,

@@ -2,12 +2,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, type Proc, until } from '../support/cli-procs.js';
+import { api, CliProcesses, type Proc } from '../support/cli-procs.js';
 import { FAULT_FILES, FAULT_TOOL_DEFINITIONS, STUBBORN_TIMEOUT_MS } from '../support/fault-tools.js';
 import { type LimitTarget, startLimitTarget } from '../support/limit-target.js';
 import { type LoadCall, type LoadReport, type RoundRecord, startLoad } from '../support/load.js';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../support/redis.js';
 import { recoveredFrom as recoveredFromFault } from '../support/stuck-round.js';
+import { until } from '../support/until.js';
 
 // Issue 13, faults of tools and workers under the load of load.test.ts (sessions × rounds of mixed
 // calls on two coordinators and two workers, real processes on a real Redis): a handler that ignores
@@ -46,7 +47,10 @@ beforeAll(async () => {
   const worker = () => procs.startScript('test/support/fault-proc.ts', ['worker'], env, /consuming/);
   const coordinator = async () => {
     const c = await procs.startScript('test/support/fault-proc.ts', ['coordinator'], env, /listening on/);
-    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, 30_000, 'coordinator ready');
+    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: 30_000,
+      what: 'coordinator ready',
+    });
     coordinators.push(c);
   };
   await Promise.all([worker(), worker()]);
@@ -141,7 +145,7 @@ describe('under load: a handler ignoring its abort, and a worker blocked past it
       extraTools: FAULT_TOOL_DEFINITIONS.map((d) => d.name),
     });
     const sessions = () => new Set(load.rounds.map((r) => r.session));
-    await until(async () => load.rounds.length >= SESSIONS, 120_000, 'the load under way');
+    await until(async () => load.rounds.length >= SESSIONS, { timeoutMs: 120_000, what: 'the load under way' });
 
     // 1. Rounds carry an ext_stubborn call (deadline 1 s, runs 2.5 s whatever its signal says).
     const stubbornAt = Date.now();
@@ -188,8 +192,7 @@ describe('under load: a handler ignoring its abort, and a worker blocked past it
       faults.block = tool;
       const round = await until(
         async () => load.rounds.find((r) => r.session === blocked?.session && r.round === blocked.round),
-        60_000,
-        `${tool} sent`,
+        { timeoutMs: 60_000, what: `${tool} sent` },
       );
       faults.block = undefined;
       // Every round in flight when it was sent (itself among them) answered, and one sent after.
@@ -224,7 +227,10 @@ describe('under load: a handler ignoring its abort, and a worker blocked past it
     }
 
     const last = Date.now();
-    await until(async () => load.rounds.some((r) => r.startedAt > last && r.answeredAt), 60_000, 'a round after');
+    await until(async () => load.rounds.some((r) => r.startedAt > last && r.answeredAt), {
+      timeoutMs: 60_000,
+      what: 'a round after',
+    });
     load.stop();
     const final = await load.done;
     report({

@@ -2,12 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliProcesses, killGroup, type Proc, until } from '../support/cli-procs.js';
+import { CliProcesses, killGroup, type Proc } from '../support/cli-procs.js';
 import { type LimitTarget, startLimitTarget } from '../support/limit-target.js';
 import { type LoadReport, type RoundRecord, startLoad } from '../support/load.js';
 import { randomPrefix, spawnRedisServer, type TestRedis } from '../support/redis.js';
 import { recoveredFrom as recoveredFromFault } from '../support/stuck-round.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { until } from '../support/until.js';
 
 // Issue 13, load and faults: many agent sessions, each a loop of rounds mixing concurrent reads and
 // HTTP GETs (to a loopback target that counts, per run, what is in flight) with an edit_file and a
@@ -152,7 +153,7 @@ describe('under load: sessions × rounds of mixed calls on two coordinators and 
       const runs = (name: string) => !only || only.includes(name);
       let dropped = 0;
       // Faults begin once every session is past its set-up and running rounds.
-      await until(async () => load.rounds.length >= SESSIONS, 120_000, 'the load under way');
+      await until(async () => load.rounds.length >= SESSIONS, { timeoutMs: 120_000, what: 'the load under way' });
 
       if (runs('worker')) {
         // A worker SIGKILLed mid-load, a replacement started.
@@ -194,11 +195,10 @@ describe('under load: sessions × rounds of mixed calls on two coordinators and 
       }
       const last = Date.now();
       // Rounds are still answered after the last fault.
-      await until(
-        async () => load.rounds.some((r) => r.startedAt > last && r.answeredAt),
-        60_000,
-        'a round after the faults',
-      );
+      await until(async () => load.rounds.some((r) => r.startedAt > last && r.answeredAt), {
+        timeoutMs: 60_000,
+        what: 'a round after the faults',
+      });
       load.stop();
       const report = await load.done;
       summary('faults', report, { recoveryMs: recovery, droppedConnections: dropped });

@@ -2,9 +2,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CliProcesses, until } from '../support/cli-procs.js';
+import { api, CliProcesses } from '../support/cli-procs.js';
 import { randomPrefix } from '../support/redis.js';
 import { startTlsRedis, startTlsRedisCluster, type TlsRedis, type TlsRedisCluster } from '../support/tls-redis.js';
+import { until } from '../support/until.js';
 
 // README "Redis over TLS, with AUTH": REDIS_URL=rediss://:password@host:port and TD_REDIS_TLS_CA=<CA
 // PEM>. The server has no plain port (--port 0) and needs a password, so a round only completes
@@ -38,7 +39,10 @@ describe('when REDIS_URL is rediss:// with a password and TD_REDIS_TLS_CA names 
     const env = envOf();
     await cli.start(['worker'], env, /consuming/);
     const c = await cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/);
-    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, 20_000, 'coordinator ready');
+    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: 20_000,
+      what: 'coordinator ready',
+    });
     const session = `tls-${Date.now()}`;
     expect(
       (await api(c.port, 'PUT', `/v1/sessions/${session}`, { provider: 'claude-code', autoApprove: 'all' })).status,
@@ -64,11 +68,10 @@ describe('when REDIS_URL is rediss:// with a password and TD_REDIS_TLS_CA names 
     const index = cli.procs.length;
     const started = cli.start(['worker'], envOf({ TD_REDIS_TLS_CA: '' }), /consuming/);
     started.catch(() => undefined);
-    const proc = await until(async () => cli.procs[index], 5_000, 'worker spawned');
+    const proc = await until(async () => cli.procs[index], { timeoutMs: 5_000, what: 'worker spawned' });
     const output = await until(
       async () => (/certificate/i.test(proc.output.join('')) ? proc.output.join('') : undefined),
-      20_000,
-      'a certificate error',
+      { timeoutMs: 20_000, what: 'a certificate error' },
     );
     expect(output).toMatch(/self[- ]signed certificate|unable to verify/i);
     expect(output).not.toMatch(/consuming/);
@@ -79,12 +82,11 @@ describe('when REDIS_URL is rediss:// with a password and TD_REDIS_TLS_CA names 
     const index = cli.procs.length;
     const started = cli.start(['worker'], envOf({ REDIS_URL: wrong }), /consuming/);
     started.catch(() => undefined);
-    const proc = await until(async () => cli.procs[index], 5_000, 'worker spawned');
+    const proc = await until(async () => cli.procs[index], { timeoutMs: 5_000, what: 'worker spawned' });
     const output = await until(
       async () =>
         /WRONGPASS|invalid username-password/i.test(proc.output.join('')) ? proc.output.join('') : undefined,
-      20_000,
-      'an authentication error',
+      { timeoutMs: 20_000, what: 'an authentication error' },
     );
     expect(output).not.toMatch(/consuming/);
     expect(output).not.toContain('wrong@');
@@ -113,7 +115,10 @@ describe('when REDIS_CLUSTER_NODES are rediss:// seeds with a password and TD_RE
     };
     await cli.start(['worker'], env, /consuming/);
     const c = await cli.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/);
-    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, 30_000, 'coordinator ready');
+    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: 30_000,
+      what: 'coordinator ready',
+    });
     const session = `tls-cluster-${Date.now()}`;
     expect(
       (await api(c.port, 'PUT', `/v1/sessions/${session}`, { provider: 'claude-code', autoApprove: 'all' })).status,

@@ -2,8 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CliProcesses, type Proc, until } from '../support/cli-procs.js';
+import { CliProcesses, type Proc } from '../support/cli-procs.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
+import { until } from '../support/until.js';
 
 // One real deployment for the sandbox corpus: `dev` (embedded), or a coordinator and a `worker`
 // on a real Redis (distributed), with two tenants' tokens, an MCP config and planted secrets.
@@ -213,5 +214,5 @@ export function runnerAlive(d: Deployment): boolean {
 }
 
 export async function metricsOf(d: Deployment): Promise<string> {
-  return until(async () => (await fetch(d.metricsUrl)).text(), 10_000, 'metrics');
+  return until(async () => (await fetch(d.metricsUrl)).text(), { timeoutMs: 10_000, what: 'metrics' });
 }

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliProcesses, type Proc, until } from '../support/cli-procs.js';
+import { CliProcesses, type Proc } from '../support/cli-procs.js';
+import { until } from '../support/until.js';
 import { type Deployment, type Planted, plant, removePlanted, session } from './deployment.js';
 
 // API.md v1.3 "MCP servers": a stdio server with "sandbox" runs in the same kind of sandbox (a
@@ -82,8 +83,7 @@ describe('stdio MCP servers with "sandbox"', () => {
         const [res] = await a.round([{ id: 'p', name: 'run_tool', args: { name, args: {} } }]);
         return res.status === 'ok' ? res : undefined;
       },
-      30_000,
-      `${name} answering`,
+      { timeoutMs: 30_000, what: `${name} answering` },
     );
     return JSON.parse(r.output.content[0].text);
   }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './net.js';
+import { until } from './until.js';
 
 // Real `bin/tool-dispatch` processes for fault tests (SIGKILL of a coordinator, takeovers): each in
 // its own process group, started on a free port, ready once its output matches.
@@ -26,7 +27,10 @@ export class CliProcesses {
   /** Starts `tool-dispatch coordinator` on loopback and resolves once its /readyz answers 200. */
   async startCoordinator(env: Record<string, string>, readyWithinMs = 30_000): Promise<Proc> {
     const c = await this.start(['coordinator', '--host', '127.0.0.1'], env, /listening on/);
-    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, readyWithinMs, 'coordinator ready');
+    await until(async () => (await api(c.port, 'GET', '/readyz')).status === 200, {
+      timeoutMs: readyWithinMs,
+      what: 'coordinator ready',
+    });
     return c;
   }
 
@@ -97,15 +101,4 @@ export async function api(
   });
   // biome-ignore lint/suspicious/noExplicitAny: answers checked by the test
   return { status: res.status, json: (await res.json().catch(() => null)) as any };
-}
-
-/** Polls `fn` every 100 ms until it gives a value, failing after `ms`. */
-export async function until<T>(fn: () => Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './net.js';
+import { until } from './until.js';
 
 const run = promisify(execFile);
 const READY_TIMEOUT_MS = 20_000;
@@ -164,10 +165,5 @@ export async function waitFor(
   what: string,
   timeoutMs = READY_TIMEOUT_MS,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what} not seen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await until(check, { timeoutMs, what, intervalMs: 100 });
 }

@@ -18,15 +18,6 @@ import { MemoryStore } from './store/memory.js';
 type Calls = Array<Record<string, unknown>>;
 
 /** Polls `what` until it gives something (at most 3 s). */
-async function untilSome<T>(what: () => Promise<T | undefined>, ms = 3_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await what();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(5);
-  }
-}
 let seq = 0;
 const rt = (name: string, args: unknown = {}, id = `c${++seq}`) => ({ id, name: 'run_tool', args: { name, args } });
 const direct = (name: string, args: unknown = {}, id = `c${++seq}`) => ({ id, name, args });
@@ -354,7 +345,9 @@ describe('pass 1: pre-flight', () => {
       t.ex.on('ui_pick', async () => ({ ran: 'on a worker' }));
       const round = t.round([direct('ui_pick', {}), rt('ui_pick', { again: true })]);
       for (const callId of ['c1', 'c2'].map((_, i) => i)) {
-        const parked = await untilSome(async () => (await t.engine.pendingInputs(t.session))[0]);
+        const parked = await until(async () => (await t.engine.pendingInputs(t.session))[0], {
+          what: 'the parked call',
+        });
         expect(parked.kind).toBe('client');
         await t.engine.answerInput(t.session, parked.inputId, { output: { picked: callId } });
       }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type ExecJob, resolveConfig, type ToolDefinition } from '@tool-dispatch/shared';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../../../test/support/until.js';
 import { MemoryConfirmHub } from '../confirm/memory.js';
 import { Engine } from '../engine.js';
 import type { DispatchEvent } from '../events/event-bus.js';
@@ -74,15 +75,18 @@ async function setup(opts: { autoApprove?: 'all'; now?: () => number; retentionM
   const seen: string[] = [];
   await engine.subscribe(session, undefined, (e: DispatchEvent) => seen.push(`${e.name}:${String(e.data.round)}`));
   /** Reads the round until `ok` says so (the states change as the round goes on). */
-  const until = async (run: string, round: string, ok: (v: RoundView | null) => boolean) => {
-    for (let i = 0; i < 500; i++) {
-      const v = await engine.getRound(session, run, round);
-      if (ok(v)) return v;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    throw new Error(`round ${round} never got there: ${JSON.stringify(await engine.getRound(session, run, round))}`);
+  const untilRound = async (run: string, round: string, ok: (v: RoundView | null) => boolean) => {
+    let last: RoundView | null = null;
+    const held = await until(
+      async () => {
+        last = await engine.getRound(session, run, round);
+        return ok(last) ? { view: last } : undefined;
+      },
+      { what: () => `round ${round} to get there (last: ${JSON.stringify(last)})`, intervalMs: 5 },
+    );
+    return held.view;
   };
-  return { engine, session, started, release, seen, until };
+  return { engine, session, started, release, seen, until: untilRound };
 }
 
 const cmd = (id: string, command: string) => ({ id, name: 'run_command', args: { command } });
