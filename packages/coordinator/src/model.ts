@@ -1,4 +1,4 @@
-// The coordinator's domain types: what rules, passes and seams share about calls, rounds and
+// long-file: the coordinator's domain types, one vocabulary for every layer: what rules, passes and seams share about calls, rounds and
 // sessions. Nothing here does I/O; everything above imports from here, and this imports only
 // the wire types of @tool-dispatch/shared.
 import type {

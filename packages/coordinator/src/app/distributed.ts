@@ -50,6 +50,7 @@ import { RedisStore } from '../store/redis.js';
 import { RedisMcpSessions } from './mcp-sessions.js';
 import { RedisMcpTaskRecords } from './mcp-task-records.js';
 import type { CoordinatorMetrics } from './metrics.js';
+import { describeTarget, onceInARow, quitRedis, redactUrl } from './redis-log.js';
 import { type RunningCoordinator, startCoordinator } from './serve.js';
 
 const handlerConfigOf = (config: DispatchConfig): HandlerConfig => ({
@@ -64,16 +65,6 @@ const queueOptionsOf = (config: DispatchConfig) => ({
   outcomeAfterCommitTtlMs: config.outcomeAfterCommitTtlMs,
   resendLostJobs: config.redisReplicaAcks > 0,
 });
-
-/** Logs an infrastructure error once per distinct message in a row (reconnect loops repeat them). */
-function onceInARow(log: (line: string) => void, label: string): (e: Error) => void {
-  let last = '';
-  return (e) => {
-    if (e.message === last) return;
-    last = e.message;
-    log(`${label}: ${e.message}`);
-  };
-}
 
 /**
  * REDIS_URL naming a node of a Redis Cluster cannot work (every key of another slot answers
@@ -92,13 +83,6 @@ async function refuseClusterNodeAsOne(redis: RedisClient, target: RedisTarget): 
       `REDIS_URL ${redactUrl(target.url)} is a node of a Redis Cluster; set REDIS_CLUSTER_NODES to its nodes (host:port,...) instead`,
     );
   }
-}
-
-/** The target for a log line, passwords left out. */
-function describeTarget(target: RedisTarget): string {
-  return 'url' in target
-    ? redactUrl(target.url)
-    : `the Redis Cluster of ${target.clusterNodes.map(redactUrl).join(', ')}`;
 }
 
 /** The URL and the options (TLS trusting TD_REDIS_TLS_CA) every Redis connection of this process is made with. */
@@ -232,11 +216,6 @@ export async function createDistributedEngine(
     mcpTaskRecords: new RedisMcpTaskRecords(redis, prefix),
     release: () => quitRedis(redis),
   };
-}
-
-async function quitRedis(redis: RedisClient): Promise<void> {
-  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-  else redis.disconnect();
 }
 
 /** Queue depth and worker liveness, read from Redis at each scrape of /metrics; workers' tools start at 0. */
@@ -445,15 +424,4 @@ function registryWith(mcp: McpHub | undefined, sandbox: Sandbox | undefined) {
   const registry = createBuiltinRegistry(sandbox ? { sandbox } : {});
   if (mcp) registry.addSource(mcp);
   return registry;
-}
-
-function redactUrl(url: string): string {
-  if (!url.includes('://')) return url;
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'REDIS_URL';
-  }
 }

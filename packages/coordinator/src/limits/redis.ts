@@ -11,6 +11,7 @@ import type { LimitRelease, LimitStage, Limits, LimitWait } from './limits.js';
 import { scopeKey } from './limits.js';
 import { type AcquireLimitsReply, acquireLimitsScript, parseAcquireLimitsReply } from './lua/acquireLimits-5n.lua.js';
 import { parseRenewLimitReply, renewLimitScript } from './lua/renewLimit-4.lua.js';
+import type { Grant, TakeBatch, WakeMessage } from './redis-grant.js';
 import { acquireKeysOf, batchKey, type Group, keysOf, peekLimits, stageArg } from './redis-layout.js';
 import { ReleaseBatches } from './release-batches.js';
 
@@ -28,37 +29,6 @@ export interface RedisLimitsOptions {
   leaseMs?: number;
   /** Infrastructure errors (a release or renewal Redis refused); the lease puts such places right. */
   onError?: (error: Error) => void;
-}
-
-/** One call's grant, from its first stage to its release. */
-interface Grant {
-  ticket: string;
-  groups: Group[];
-  /** Stages held so far, counted across groups. */
-  held: number;
-  total: number;
-  /** Where it waits now (a base), and since when. */
-  waitingAt?: string | undefined;
-  waitStart: number;
-  /** When it got every stage (its hold time, at release). */
-  grantedAt?: number;
-  done: boolean;
-  onWait?: ((wait: LimitWait) => void) | undefined;
-  settle?: ((error?: unknown) => void) | undefined;
-}
-
-/** The calls of one tick asking for the same stages: one script. */
-interface TakeBatch {
-  bases: string[];
-  stages: LimitStage[];
-  asks: { ticket: string; resolve: (r: AcquireLimitsReply) => void; reject: (e: unknown) => void }[];
-}
-
-interface WakeMessage {
-  base: string;
-  from: string;
-  /** (v1.3) A call started waiting at `base` (not a place freed): places taken at a begin there go back as their calls end. */
-  waiting?: true;
 }
 
 const CLOSED = 'the coordinator is closing: its limits stopped';

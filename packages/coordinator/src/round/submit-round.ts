@@ -104,19 +104,29 @@ export async function beginSubmitted(
     case 'new': {
       const read: ReadAhead = { calls, known, asked: new Set(dedupeKeys), dedupe: begin.dedupe };
       const start: RoundStart = { rawCalls: input.calls, read, ...(cancel ? { cancel } : {}) };
-      const session = begin.session;
-      if (!places || !begin.placesTaken) return { kind: 'new', ref, run: () => startRound(r, ref, session, start) };
-      const { limits } = r.deps;
-      const run = () => {
-        limits.took?.(ref.round, places);
-        // Whatever its commit did not give back (failed, fenced) goes back once the round is over.
-        return startRound(r, ref, session, start).finally(() => limits.roundEnded?.(ref.round));
-      };
-      return { kind: 'new', ref, run };
+      const taken = places && begin.placesTaken ? places : undefined;
+      return { kind: 'new', ref, run: runOf(r, ref, begin.session, start, taken) };
     }
     default:
       return assertNever(begin, 'beginRound outcome');
   }
+}
+
+/** How a begun round runs: through the passes, holding the run's places its begin took (if any) until it ends. */
+function runOf(
+  r: RoundsDeps,
+  ref: RoundRef,
+  session: SessionState,
+  start: RoundStart,
+  taken: RunPlacesAsk | undefined,
+): () => Promise<RoundResponse> {
+  if (!taken) return () => startRound(r, ref, session, start);
+  const { limits } = r.deps;
+  return () => {
+    limits.took?.(ref.round, taken);
+    // Whatever its commit did not give back (failed, fenced) goes back once the round is over.
+    return startRound(r, ref, session, start).finally(() => limits.roundEnded?.(ref.round));
+  };
 }
 
 /** (v1.3) The calls as the round's record lists them: id and name, and the type of an item that is not a function call. */
