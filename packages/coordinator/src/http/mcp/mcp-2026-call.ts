@@ -22,6 +22,7 @@ import {
   inputElicitation,
   META_IDEMPOTENCY_KEY,
 } from './mcp-mapping.js';
+import { CallProgressNotes } from './mcp-progress.js';
 
 /** How long a requestState stays good: an approval may wait overnight (TD_CONFIRM_TIMEOUT_MS ends it sooner). */
 export const REQUEST_STATE_TTL_MS = 24 * 60 * 60 * 1000;
@@ -167,18 +168,13 @@ export async function runModernCall(d: Dispatcher, c: ModernCallContext): Promis
   }
 }
 
-/** Where the call is, for progress messages (API.md). */
-type Stage = 'queued' | 'running' | 'waiting for approval' | 'waiting for an answer';
-
 /** A 2026 call's watch: its confirmations and questions (the first becomes input_required), and progress. */
 class AskWatch {
   private unsubscribe: (() => void) | undefined;
   private resolve: ((q: InputRequests) => void) | undefined;
   readonly asked: Promise<InputRequests>;
-  private stage: Stage = 'queued';
   private timer: NodeJS.Timeout | undefined;
-  private progress = 0;
-  private readonly token: string | number | undefined;
+  private readonly progress: CallProgressNotes;
   /** What this request answered: not asked again. */
   private readonly answered = new Set<string>();
 
@@ -190,16 +186,15 @@ class AskWatch {
     this.asked = new Promise((resolve) => {
       this.resolve = resolve;
     });
-    const t = c.meta?.progressToken;
-    this.token = typeof t === 'string' || typeof t === 'number' ? t : undefined;
+    this.progress = new CallProgressNotes(c.meta, (params) => c.notify({ method: 'notifications/progress', params }));
   }
 
   async start(): Promise<void> {
-    if (this.c.canAsk || this.token !== undefined)
+    if (this.c.canAsk || this.progress.token !== undefined)
       this.unsubscribe = await this.c.watch(this.c.session, (e) => this.onEvent(e));
-    if (this.token === undefined) return;
-    this.notifyProgress();
-    this.timer = setInterval(() => this.notifyProgress(), MCP_PROGRESS_MS);
+    if (this.progress.token === undefined) return;
+    this.progress.notify();
+    this.timer = setInterval(() => this.progress.notify(), MCP_PROGRESS_MS);
   }
 
   stop(): void {
@@ -212,13 +207,13 @@ class AskWatch {
   }
 
   private onEvent(e: DispatchEvent): void {
-    if (e.name === 'round.started' && e.data.run === this.ids.run) this.moveTo('running');
+    if (e.name === 'round.started' && e.data.run === this.ids.run) this.progress.moveTo('running');
     else if (e.name === 'confirm.requested' && this.mine(e.data)) {
-      this.moveTo('waiting for approval');
+      this.progress.moveTo('waiting for approval');
       if (typeof e.data.confirmationId === 'string')
         this.offer(confirmRequest(e.data.confirmationId, String(e.data.name), e.data.args));
     } else if (e.name === 'input.requested' && this.mine(e.data)) {
-      this.moveTo('waiting for an answer');
+      this.progress.moveTo('waiting for an answer');
       const kind = e.data.kind as ParkedInput['kind'];
       const args =
         typeof e.data.args === 'object' && e.data.args !== null ? (e.data.args as Record<string, unknown>) : {};
@@ -270,23 +265,6 @@ class AskWatch {
     for (const x of confirms) Object.assign(q, confirmRequest(x.confirmationId, x.name, x.args));
     for (const x of inputs) if (x.kind !== 'client') Object.assign(q, inputRequest(x.inputId, x));
     this.offer(q);
-  }
-
-  private moveTo(stage: Stage): void {
-    if (this.stage === stage) return;
-    this.stage = stage;
-    this.notifyProgress();
-  }
-
-  private notifyProgress(): void {
-    if (this.token === undefined) return;
-    this.progress += 1;
-    this.c
-      .notify({
-        method: 'notifications/progress',
-        params: { progressToken: this.token, progress: this.progress, message: this.stage },
-      })
-      .catch(() => undefined);
   }
 }
 

@@ -13,6 +13,7 @@ import {
   elicitationRequestId,
   inputElicitation,
 } from './mcp-mapping.js';
+import { CallProgressNotes } from './mcp-progress.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
 
 /** JSON-RPC's invalid params (API.md: an Idempotency-Key reused with a different call). */
@@ -45,9 +46,6 @@ export interface McpCallContext {
   /** Hears the session's events (one subscription per session and coordinator, shared by its calls). */
   watch(session: string, onEvent: (e: DispatchEvent) => void): Promise<() => void>;
 }
-
-/** Where the call is, for progress messages (API.md). */
-type Stage = 'queued' | 'running' | 'waiting for approval' | 'waiting for an answer';
 
 /**
  * One tools/call: a round of one call in the MCP session's session and run, through all three
@@ -84,28 +82,27 @@ export async function runMcpCall(dispatcher: Dispatcher, c: McpCallContext): Pro
 
 /** A call's watch: the session's events of this call, the elicitations asked, progress. */
 class CallWatch {
-  private stage: Stage = 'queued';
-  private progress = 0;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   /** Elicitations sent and not known to be answered: cancelled on the client when the call ends. */
   private readonly asked = new Set<string>();
-  private readonly token: string | number | undefined;
+  private readonly progress: CallProgressNotes;
 
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly c: McpCallContext,
     private readonly ids: CallIds,
   ) {
-    const t = c.meta?.progressToken;
-    this.token = typeof t === 'string' || typeof t === 'number' ? t : undefined;
+    this.progress = new CallProgressNotes(c.meta, (params) =>
+      c.send({ jsonrpc: '2.0', method: 'notifications/progress', params }),
+    );
   }
 
   async start(): Promise<void> {
     // Only a client that can be asked needs the events at once; progress reads where the call is.
     if (this.c.record.elicitation) this.unsubscribe = await this.c.watch(this.c.record.session, (e) => this.onEvent(e));
-    if (this.token === undefined) return;
-    this.notifyProgress();
+    if (this.progress.token === undefined) return;
+    this.progress.notify();
     this.timer = setInterval(() => this.tick(), MCP_PROGRESS_MS);
   }
 
@@ -126,12 +123,12 @@ class CallWatch {
   private onEvent(e: DispatchEvent): void {
     if (e.name === 'round.started' && e.data.run === this.ids.run) {
       const calls = Array.isArray(e.data.calls) ? (e.data.calls as { id?: unknown }[]) : [];
-      if (calls.some((x) => x.id === this.ids.callId)) this.moveTo('running');
+      if (calls.some((x) => x.id === this.ids.callId)) this.progress.moveTo('running');
     } else if (e.name === 'confirm.requested' && this.mine(e)) {
-      this.moveTo('waiting for approval');
+      this.progress.moveTo('waiting for approval');
       this.askApproval(e.data);
     } else if (e.name === 'input.requested' && this.mine(e)) {
-      this.moveTo('waiting for an answer');
+      this.progress.moveTo('waiting for an answer');
       this.askInput(e.data);
     }
   }
@@ -162,17 +159,11 @@ class CallWatch {
     this.c.send({ jsonrpc: '2.0', id, method: 'elicitation/create', params }).catch(() => this.asked.delete(id));
   }
 
-  private moveTo(stage: Stage): void {
-    if (this.stage === stage) return;
-    this.stage = stage;
-    this.notifyProgress();
-  }
-
   /** Each tick: where the call is now, read from the pending confirmations and questions. */
   private tick(): void {
     this.refreshStage().then(
-      () => this.notifyProgress(),
-      () => this.notifyProgress(),
+      () => this.progress.notify(),
+      () => this.progress.notify(),
     );
   }
 
@@ -183,20 +174,8 @@ class CallWatch {
       this.dispatcher.pendingInputs(session),
     ]);
     const isMine = (x: { run: string; callId: string }) => x.run === this.ids.run && x.callId === this.ids.callId;
-    if (confirms.some(isMine)) this.stage = 'waiting for approval';
-    else if (inputs.some(isMine)) this.stage = 'waiting for an answer';
-    else this.stage = 'running';
-  }
-
-  private notifyProgress(): void {
-    if (this.token === undefined) return;
-    this.progress += 1;
-    this.c
-      .send({
-        jsonrpc: '2.0',
-        method: 'notifications/progress',
-        params: { progressToken: this.token, progress: this.progress, message: this.stage },
-      })
-      .catch(() => undefined);
+    if (confirms.some(isMine)) this.progress.setStage('waiting for approval');
+    else if (inputs.some(isMine)) this.progress.setStage('waiting for an answer');
+    else this.progress.setStage('running');
   }
 }
