@@ -11,9 +11,10 @@ import { mcpToolName } from '@tool-dispatch/shared';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../support/net.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { until } from '../support/until.js';
 import { type Api, type Call, direct, type Result, rt, uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
-import { REPO_ROOT, sleep } from './service.js';
+import { type ProcessGroup, REPO_ROOT, sleep, startExtraWorker, stopGroup } from './service.js';
 
 const pkgBin = (pkg: string) => {
   const dir = path.join(REPO_ROOT, 'node_modules', '@modelcontextprotocol', pkg);
@@ -171,6 +172,11 @@ describeModes('MCP servers', (mode) => {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver?.url,
       OTEL_BSP_SCHEDULE_DELAY: '200',
     }),
+  });
+  /** Workers a test adds (distributed mode), stopped at the end. */
+  const extraWorkers: ProcessGroup[] = [];
+  afterAll(async () => {
+    await Promise.all(extraWorkers.map((g) => stopGroup(g)));
   });
 
   it('lists every tool of every server that is up, serial, deferred, source mcp, with the server and its inputSchema', async () => {
@@ -437,19 +443,31 @@ describeModes('MCP servers', (mode) => {
     expect(span?.attributes['mcp.tool.name']).toBe('get-sum');
   });
 
-  it.runIf(mode === 'embedded')(
-    'exposes td_mcp_servers_up per server and counts calls by server, tool and status',
-    async () => {
-      await listed(f.api, [ECHO]);
-      const s = await f.api.session([ECHO]);
-      expectOk(await f.api.one(s, rt(ECHO, { message: 'counted' })), 'echo');
-      const text = (await f.api.request('GET', '/metrics')).text;
-      expect(text).toMatch(/^td_mcp_servers_up\{server="everything"\} 1$/m);
-      expect(text).toMatch(/^td_mcp_servers_up\{server="broken"\} 0$/m);
-      const counted = text.match(/^td_mcp_calls_total\{server="everything",tool="echo",status="ok"\} (\d+)$/m);
-      expect(Number(counted?.[1])).toBeGreaterThanOrEqual(1);
-    },
-  );
+  it('exposes td_mcp_servers_up per server and counts calls by server, tool and status', async () => {
+    await listed(f.api, [ECHO]);
+    const s = await f.api.session([ECHO]);
+    // Embedded: the one process's /metrics. Distributed: a worker's own port (the MCP servers run
+    // there), one more worker given a PORT, asked until a call of echo has landed on it.
+    let scrape = async () => (await f.api.request('GET', '/metrics')).text;
+    if (mode !== 'embedded') {
+      const port = await freePort();
+      extraWorkers.push(await startExtraWorker(f.service, { PORT: String(port) }, 'worker-metrics'));
+      scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    }
+    const countedOf = (text: string) =>
+      Number(text.match(/^td_mcp_calls_total\{server="everything",tool="echo",status="ok"\} (\d+)$/m)?.[1] ?? 0);
+    const text = await until(
+      async () => {
+        expectOk(await f.api.one(s, rt(ECHO, { message: 'counted' })), 'echo');
+        const t = await scrape();
+        return countedOf(t) >= 1 ? t : undefined;
+      },
+      { what: 'an ok echo call counted in td_mcp_calls_total', timeoutMs: 60_000 },
+    );
+    expect(text).toMatch(/^td_mcp_servers_up\{server="everything"\} 1$/m);
+    expect(text).toMatch(/^td_mcp_servers_up\{server="broken"\} 0$/m);
+    expect(countedOf(text)).toBeGreaterThanOrEqual(1);
+  }, 90_000);
 
   it('says in the log which tools and servers it could not take', async () => {
     await listed(f.api, [ECHO]);

@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ExecJob, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
+import type { ExecJob, ExecOutcome, Handler, HandlerConfig, HandlerContext } from '@tool-dispatch/shared';
 import { MAX_OUTPUT_BYTES, ToolError } from '@tool-dispatch/shared';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { makeWorkspace } from '../testing/workspace.js';
@@ -126,15 +126,34 @@ describe('runJob', () => {
 
   describe('when the deadline passes', () => {
     it('reports timeout for a handler that ignores its signal, noting it may still be running', async () => {
-      const registry = registryWith('stuck', () => new Promise(() => {}));
-      const started = Date.now();
-      const outcome = await run(registry, job('stuck', { timeoutMs: 150 }));
-      expect(outcome).toMatchObject({
-        status: 'error',
-        code: 'timeout',
-        message: 'stuck passed its deadline of 150 ms; it ignored the stop signal and may still be running',
-      });
-      expect(Date.now() - started).toBeLessThan(150 + 200 + 500);
+      // On fake timers: the answer comes exactly at the deadline plus the settle grace (150 + 200 ms), not later.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+      try {
+        let began!: () => void;
+        const running = new Promise<void>((resolve) => {
+          began = resolve;
+        });
+        const registry = registryWith('stuck', () => {
+          began();
+          return new Promise(() => {});
+        });
+        let outcome: ExecOutcome | undefined;
+        void run(registry, job('stuck', { timeoutMs: 150 })).then((o) => {
+          outcome = o;
+        });
+        await running;
+        await vi.advanceTimersByTimeAsync(150 + 200 - 1);
+        expect(outcome, 'answered before its deadline and grace were over').toBeUndefined();
+        await vi.advanceTimersByTimeAsync(1);
+        expect(outcome).toMatchObject({
+          status: 'error',
+          code: 'timeout',
+          message: 'stuck passed its deadline of 150 ms; it ignored the stop signal and may still be running',
+          durationMs: 150 + 200,
+        });
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('reports timeout without the note when the handler stops on its signal', async () => {

@@ -117,27 +117,34 @@ describe.each(modes)('run_command %s', (mode, sandboxOf) => {
   describe('when the command passes its timeout', () => {
     it('kills the whole process group, background children included, and fails with timeout', async () => {
       const bg = markedSleep();
-      const started = Date.now();
-      const call = run({ command: `${bg.cmd} & echo started; sleep 30`, timeoutMs: 400 });
+      const call = run({ command: `${bg.cmd} & echo started; sleep 30`, timeoutMs: 1500 });
+      const ended = call.then(
+        () => Date.now(),
+        () => Date.now(),
+      );
+      await waitRunning(bg.marker);
+      // Measured from when the command was seen running (a spawn under load takes its own time).
+      const running = Date.now();
       await expect(call).rejects.toMatchObject({
         code: 'timeout',
-        message: 'the command timed out after 400 ms; its process group was killed',
+        message: 'the command timed out after 1500 ms; its process group was killed',
         details: { stdout: 'started\n', stderr: '' },
       });
       expect(await hostProcesses(bg.marker)).toEqual([]);
       // Every member died on SIGTERM (zombies awaiting their reaper count as dead): no SIGKILL grace.
-      expect(Date.now() - started).toBeLessThan(400 + KILL_GRACE_MS);
+      expect((await ended) - running).toBeLessThan(1500 + KILL_GRACE_MS);
     });
 
     it('uses SIGKILL on a process group member that ignores SIGTERM', async () => {
       const bg = markedSleep();
       const command = `(trap '' TERM; exec ${bg.cmd}) & wait`;
       const started = Date.now();
-      const call = run({ command, timeoutMs: 300 });
+      // Long enough for the child to be seen running before its deadline, even under load.
+      const call = run({ command, timeoutMs: 1500 });
       await waitRunning(bg.marker);
       await expect(call).rejects.toMatchObject({ code: 'timeout' });
       // Off: the group gets its grace; on: the shell's end ends the sandbox, the stubborn child with it.
-      if (!isOn) expect(Date.now() - started).toBeGreaterThanOrEqual(300 + KILL_GRACE_MS - 50);
+      if (!isOn) expect(Date.now() - started).toBeGreaterThanOrEqual(1500 + KILL_GRACE_MS - 50);
       await sleep(50);
       expect(await hostProcesses(bg.marker)).toEqual([]);
     });
