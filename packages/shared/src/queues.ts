@@ -90,6 +90,15 @@ export const STALLED_INTERVAL_MS = 5_000;
 export const MAX_STALLED = { concurrent: 1, serial: 0 } as const satisfies Record<QueueClass, number>;
 /** BullMQ's failedReason for a job that stalled more than `maxStalledCount` times. */
 export const STALLED_REASON = 'job stalled more than allowable limit';
+/**
+ * How many times a job of each class may start (BullMQ `attempts` and `maxStartedAttempts`): a
+ * concurrent job whose processor failed (Redis refused or timed out a start, report or move: its
+ * handlers' errors are outcomes, never failures) runs once more, as one whose worker died does,
+ * and never a third time however the two came about; a serial job starts once.
+ */
+export const MAX_STARTS = { concurrent: 2, serial: 1 } as const satisfies Record<QueueClass, number>;
+/** BullMQ's failedReason for a job started more than `maxStartedAttempts` times. */
+export const MAX_STARTS_REASON = 'job started more than allowable limit';
 
 /** How often a worker announces its handlers and that it is alive. */
 export const WORKER_HEARTBEAT_MS = 2_000;
@@ -332,7 +341,8 @@ export function failedJobVerdict(
   failedReason: string,
   durationMs: number,
 ): Extract<ExecOutcome, { status: 'error' }> {
-  if (failedReason === STALLED_REASON) return workerLostOutcome(call, 'its worker died', durationMs);
+  if (failedReason === STALLED_REASON || failedReason === MAX_STARTS_REASON)
+    return workerLostOutcome(call, 'its worker died', durationMs);
   // Redis refused or timed out a start or report (a failover): the call may have run.
   if (isRedisRefusal(new Error(failedReason)))
     return workerLostOutcome(call, `the worker lost Redis while running it (${failedReason})`, durationMs);

@@ -28,6 +28,8 @@ export {
   failedJobVerdict,
   JOB_LOCK_MS,
   MAX_STALLED,
+  MAX_STARTS,
+  MAX_STARTS_REASON,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   parseAskMessage,

@@ -3,6 +3,7 @@ import {
   commandTimeoutOf,
   FINISHED_JOB_RETENTION_S,
   MAX_STALLED,
+  MAX_STARTS,
   OUTCOME_TTL_MS,
   parseQueuedJob,
   type QueuedJob,
@@ -80,6 +81,8 @@ function consumerOf(context: ConsumersContext, queue: QueueClass, name: string, 
         stalledInterval: context.stalledIntervalMs,
         // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
         maxStalledCount: MAX_STALLED[queue],
+        // ...and a concurrent job is started at most twice in all (MAX_STARTS), whatever ended the first.
+        maxStartedAttempts: MAX_STARTS[queue],
         removeOnComplete: { age: FINISHED_JOB_RETENTION_S },
         removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
         ...drainDelayOf(commandTimeoutOf(context.redis)),

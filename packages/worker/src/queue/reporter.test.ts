@@ -119,7 +119,7 @@ describe('Reporter', () => {
 
   it("reports a failed job's calls with the verdict the coordinator gives (failedJobVerdict)", async () => {
     const { reporter, queued, ref } = setUp(2);
-    const bullJob = { id: 'job-1', data: queued, processedOn: Date.now() } as unknown as Job;
+    const bullJob = { id: 'job-1', data: queued, processedOn: Date.now(), finishedOn: Date.now() } as unknown as Job;
     await reporter.reportFailure(bullJob, new Error(STALLED_REASON));
     const sent = (await entries(queued.replyTo)).flat();
     expect(sent.map((m) => m.callId)).toEqual([ref(0).callId, ref(1).callId]);
@@ -129,5 +129,12 @@ describe('Reporter', () => {
         /^calculate: its worker died; the outcome is unknown and it was retried at most once$/,
       );
     }
+  });
+
+  it('reports nothing for a failure BullMQ retries (no finishedOn): the next start answers the calls', async () => {
+    const { reporter, queued } = setUp(2);
+    const bullJob = { id: 'job-1', data: queued, processedOn: Date.now() } as unknown as Job;
+    await reporter.reportFailure(bullJob, new Error('Command timed out'));
+    expect(await entries(queued.replyTo)).toEqual([]);
   });
 });

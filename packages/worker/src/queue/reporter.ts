@@ -170,11 +170,13 @@ export class Reporter {
   /**
    * A job BullMQ failed without our processor's outcomes: it stalled past its limit (its worker
    * died), or the processor could not report. Each of its calls without an outcome gets one
-   * (`failedJobVerdict`, as the coordinator's poll would say); serial calls are never re-run.
+   * (`failedJobVerdict`, as the coordinator's poll would say); serial calls are never re-run. A
+   * failure BullMQ retries (a concurrent job's first, MAX_STARTS) is not the job's end: the next
+   * start finds what this one recorded, or runs the call.
    */
   async reportFailure(bullJob: Job, error: Error): Promise<void> {
     const queued = parseQueuedJob(bullJob.data);
-    if (!queued || bullJob.id === undefined) return;
+    if (!queued || bullJob.id === undefined || !bullJob.finishedOn) return;
     const report = this.forJob(queued, bullJob.id);
     const durationMs = bullJob.processedOn ? Math.max(0, Date.now() - bullJob.processedOn) : 0;
     await Promise.all(

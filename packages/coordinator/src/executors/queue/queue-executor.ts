@@ -21,6 +21,7 @@ import {
   encodeQueuedJob,
   FINISHED_JOB_RETENTION_S,
   JOB_LOCK_MS,
+  MAX_STARTS,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
   type RedisClient,
@@ -336,7 +337,7 @@ export class QueueExecutor implements Executor {
     // already done (a takeover) is found by the poll of outcome keys.
     const added = this.queueOf(first.queue, carrier.shard).add(names, payload, {
       jobId: carrier.id,
-      attempts: 1,
+      attempts: MAX_STARTS[first.queue],
       removeOnComplete: { age: this.finishedJobRetentionS },
       removeOnFail: { age: OUTCOME_TTL_MS / 1000 },
     });

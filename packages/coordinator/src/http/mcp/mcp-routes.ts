@@ -5,6 +5,7 @@ import { principalOf } from '../access.js';
 import { HttpError } from '../errors.js';
 import { type ModernBinding, ModernMcp } from './mcp-2026.js';
 import { rebindingProblem } from './mcp-origin.js';
+import { answerQuietCall } from './mcp-quiet-call.js';
 import type { McpService } from './mcp-service.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
 import { createTask2025, isTaskCall2025 } from './mcp-tasks-2025.js';
@@ -176,9 +177,15 @@ async function legacyPost(
   if (requests.length === 0) return reply.code(202).send();
   const owner = principalOf(request).name;
   if (await answeredAsTask(service, record, owner, requests, reply)) return reply;
+  const quiet = await answerQuietCall(service, record, request.headers, body);
+  reply.hijack();
+  if (quiet) {
+    // As the SDK's transport writes its JSON answer (its header, no charset), past fastify's hooks as it is.
+    reply.raw.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(quiet));
+    return reply;
+  }
   for (const m of requests)
     if (m.method !== 'tools/call' && m.method !== 'tools/list') service.hooks.request?.(String(m.method));
-  reply.hijack();
   await service.serveRequests(record, request.raw, reply.raw, Array.isArray(body) ? requests : requests[0], owner);
   return reply;
 }

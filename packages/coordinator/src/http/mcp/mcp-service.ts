@@ -147,32 +147,33 @@ export class McpService {
         },
         watch: (session, onEvent) => this.watch(session, onEvent),
       });
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-      this.hooks.request?.('tools/call');
-      const r = record();
-      const requestId = ctx.mcpReq.id;
-      const call = () => this.call(r, request.params, requestId, transport());
-      const hook = this.hooks.call;
-      return (
-        hook
-          ? hook.call(
-              this.hooks,
-              { mcpSession: r.id, session: r.session, method: 'tools/call', tool: request.params.name },
-              call,
-            )
-          : call()
-      ) as Promise<never>;
-    });
+    server.setRequestHandler(
+      'tools/call',
+      async (request, ctx) => this.callTool(record(), request.params, ctx.mcpReq.id, transport()) as Promise<never>,
+    );
     return server;
+  }
+
+  /** A tools/call of an MCP session, counted and traced (the hooks) whichever way it came in. */
+  callTool(
+    record: McpSessionRecord,
+    params: McpCallParams,
+    requestId: string | number,
+    transport: Transport | undefined,
+  ): Promise<Record<string, unknown>> {
+    const hooks = this.hooks;
+    hooks.request?.('tools/call');
+    const call = () => this.call(record, params, requestId, transport);
+    if (!hooks.call) return call();
+    return hooks.call(
+      { mcpSession: record.id, session: record.session, method: 'tools/call', tool: params.name },
+      call,
+    );
   }
 
   private async call(
     record: McpSessionRecord,
-    params: {
-      name: string;
-      arguments?: Record<string, unknown> | undefined;
-      _meta?: Record<string, unknown> | undefined;
-    },
+    params: McpCallParams,
     requestId: string | number,
     transport: Transport | undefined,
   ): Promise<Record<string, unknown>> {
@@ -231,11 +232,9 @@ export class McpService {
     body: unknown,
     owner?: string,
   ): Promise<void> {
-    // Nothing goes out before the answer (no question for the client, no progress): one JSON body, no stream.
-    const quiet = !record.elicitation && !wantsProgress(body);
     const transport = new NodeStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
-      enableJsonResponse: quiet,
+      enableJsonResponse: isQuiet(record, body),
     });
     const server = this.serverFor(
       () => record,
@@ -383,9 +382,20 @@ export const INSTRUCTIONS =
   'tool-dispatch: every call goes through dedupe, the result cache, the confirm gate and per-run order. ' +
   'Pass _meta["tool-dispatch/run"] to name the run, _meta["tool-dispatch/idempotencyKey"] to make a retry safe.';
 
-/** Whether a request of the body asks for progress (`params._meta.progressToken`). */
-function wantsProgress(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some((m) => {
+/** A tools/call's params as the dispatcher takes them. */
+export interface McpCallParams {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Whether nothing goes out before the answer to a POST (the MCP session takes no questions, no
+ * request asks for progress with `params._meta.progressToken`): one JSON body, no stream.
+ */
+export function isQuiet(record: McpSessionRecord, body: unknown): boolean {
+  if (record.elicitation) return false;
+  return !(Array.isArray(body) ? body : [body]).some((m) => {
     const meta = (m as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
     return meta?.progressToken !== undefined;
   });
