@@ -113,16 +113,21 @@ it.each([0, 1, 2])(
     }
     // Retried under the same key (the client's move after a 503): one answer per round, every call ok.
     for (const [i, { session, run, key }] of runs.entries()) {
-      let r = await cs.api.postRound(session, run, calls(i), { headers: { 'idempotency-key': key } });
+      // A retry that gets no answer fails with the service's log, to show where the round stood.
+      const retry = () =>
+        cs.api.postRound(session, run, calls(i), { headers: { 'idempotency-key': key } }).catch((e: Error) => {
+          throw new Error(`the retry of ${session}'s round got no answer (${e.message})\n${cs.service.logTail(200)}`);
+        });
+      let r = await retry();
       for (let tries = 0; r.status !== 200 && tries < 50; tries++) {
         await sleep(200);
-        r = await cs.api.postRound(session, run, calls(i), { headers: { 'idempotency-key': key } });
+        r = await retry();
       }
       expect(r.status, r.text).toBe(200);
       const body = r.json as { results: Array<{ status: string; output?: { value: number } }> };
       expect(
         body.results.map((x) => x.output?.value),
-        r.text,
+        `${r.text}\n${body.results.every((x) => x.status === 'ok') ? '' : cs.service.logTail(200)}`,
       ).toEqual([i, i * 2]);
       const history = await cs.api.history(session, 'calculate');
       expect(history.filter((h) => h.run === run)).toHaveLength(2);
