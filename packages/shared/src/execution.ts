@@ -51,6 +51,15 @@ export function callIdFor(round: string, callIndex: number): string {
   return `${round}-${callIndex}`;
 }
 
+/** A call id's round and call index (the inverse of callIdFor: the index follows the last '-'). */
+export function splitCallId(callId: string): { round: string; callIndex: number } {
+  const dash = callId.lastIndexOf('-');
+  const callIndex = Number(callId.slice(dash + 1));
+  if (dash <= 0 || !Number.isInteger(callIndex) || callIndex < 0 || callId.slice(dash + 1) !== String(callIndex))
+    throw new Error(`call id ${JSON.stringify(callId)} is not <round>-<call index>`);
+  return { round: callId.slice(0, dash), callIndex };
+}
+
 export type ExecOutcome =
   | {
       status: 'ok';

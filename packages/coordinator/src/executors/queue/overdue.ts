@@ -6,6 +6,7 @@ import {
   type RedisClient,
   type RedisKeys,
   RUNNING_MARK,
+  readOutcomes,
   tryParseJson,
   workerLostOutcome,
 } from '@tool-dispatch/shared/redis';
@@ -37,7 +38,7 @@ export type LookUpVerdict = ExecOutcome | typeof RESEND | undefined;
  */
 export async function lookUpPending(context: LookUpContext, entry: Pending, now: number): Promise<LookUpVerdict> {
   const { job, callId } = entry;
-  const value = await context.redis.get(context.keys.outcome(entry.origin, callId));
+  const [value = null] = await readOutcomes(context.redis, context.keys, entry.origin, [callId]);
   const recorded = parseOutcome(tryParseJson(value));
   if (recorded) return recorded;
   // The job running the call names itself in the outcome key; before it starts, the job we enqueued.

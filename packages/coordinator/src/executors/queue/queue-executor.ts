@@ -25,7 +25,6 @@ import {
   OUTCOME_TTL_MS,
   type RedisClient,
   type RedisKeys,
-  RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
   shardOf,
@@ -37,7 +36,7 @@ import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
 import { answerQuestion } from './answer-question.js';
 import { CommittedOutcomes } from './committed-outcomes.js';
-import { markCarriedScript } from './lua/markCarried-n.lua.js';
+import { markCarriedInput, markCarriedScript, parseMarkCarriedReply } from './lua/markCarried-n.lua.js';
 import type { QueueExecutorOptions } from './options.js';
 import { type LookUpContext, lookUpPending, RESEND } from './overdue.js';
 import {
@@ -324,11 +323,8 @@ export class QueueExecutor implements Executor {
     // is added (same connection, so Redis has the marks first): its worker skips the start check.
     const marked =
       first.queue === 'concurrent' && calls.every((c) => c.job.origin === undefined)
-        ? runScript(
-            this.redis,
-            markCarriedScript,
-            calls.map((c) => this.keys.outcome(this.coordinatorId, c.callId)),
-            [RUNNING_MARK + carrier.id, OUTCOME_TTL_MS],
+        ? runScript(this.redis, markCarriedScript, ...markCarriedInput(this.keys, this.coordinatorId, carrier)).then(
+            parseMarkCarriedReply,
           )
         : undefined;
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
