@@ -36,19 +36,11 @@ import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
 import { answerQuestion } from './answer-question.js';
 import { CommittedOutcomes } from './committed-outcomes.js';
+import { Gatherer } from './gatherer.js';
 import { markCarriedInput, markCarriedScript, parseMarkCarriedReply } from './lua/markCarried-n.lua.js';
 import type { QueueExecutorOptions } from './options.js';
 import { type LookUpContext, lookUpPending, RESEND } from './overdue.js';
-import {
-  carrierJobId,
-  type Gathering,
-  gatheringKeyOf,
-  jobCallsOf,
-  jobNameFor,
-  newGathering,
-  type Pending,
-  type SentCarrier,
-} from './pending.js';
+import { carrierJobId, jobCallsOf, jobNameFor, type Pending, type SentCarrier } from './pending.js';
 import { ResultsReader } from './results-reader.js';
 import { WorkerDirectory } from './worker-directory.js';
 
@@ -76,14 +68,13 @@ export class QueueExecutor implements Executor {
   readonly workers: WorkerDirectory;
   private readonly pollIntervalMs: number;
   private readonly jobName: string;
-  /** TD_JOB_CALLS: the most calls one job carries. */
-  private readonly jobCalls: number;
   private readonly overdueGraceMs: number;
   private readonly resendLostJobs: boolean;
   private readonly onError: (error: Error) => void;
   private readonly finishedJobRetentionS: number;
   private readonly pending = new Map<string, Pending>();
-  private readonly gathering = new Map<string, Gathering>();
+  /** Calls gathered into jobs (several runs' calls of one tick, or of one add's round trip, per job). */
+  private readonly gatherer: Gatherer;
   /** Outcome keys of committed rounds, to shorten at the next poll. */
   private readonly committedOutcomes: CommittedOutcomes;
   private readonly ready: Promise<void>;
@@ -97,7 +88,7 @@ export class QueueExecutor implements Executor {
     if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.jobName = options.jobName ?? '{tools}';
-    this.jobCalls = jobCallsOf(options.jobCalls);
+    this.gatherer = new Gatherer(jobCallsOf(options.jobCalls), (calls) => this.enqueue(calls));
     this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + SETTLE_GRACE_MS;
     this.onError = options.onError ?? (() => {});
     this.resendLostJobs = options.resendLostJobs ?? false;
@@ -221,7 +212,7 @@ export class QueueExecutor implements Executor {
     };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      await raceAbort(this.gather(entry), signal, () => undefined);
+      await raceAbort(this.gatherer.gather(entry), signal, () => undefined);
       return await promise;
     } catch (e) {
       entry.settle(failedOutcome('handler_threw', 'enqueue failed', 0));
@@ -271,30 +262,6 @@ export class QueueExecutor implements Executor {
     const queue = this.queues[cls][shard];
     if (!queue) throw new RangeError(`no shard ${shard} of the ${cls} queue (${this.queueShards} shards)`);
     return queue;
-  }
-
-  /**
-   * Adds a call to the job of this tick (gatheringKeyOf), enqueued once every call admitted in this
-   * tick has joined: the concurrent calls of the rounds admitted together (each run's limit already
-   * applied) share one job, up to TD_JOB_CALLS.
-   */
-  private gather(entry: Pending): Promise<void> {
-    const key = gatheringKeyOf(entry, this.jobCalls);
-    let gathering = this.gathering.get(key);
-    if (!gathering) {
-      const ready = newGathering();
-      gathering = ready;
-      this.gathering.set(key, ready);
-      // After the microtasks of this tick: every call the run's limiter admitted with this one has joined.
-      process.nextTick(() => {
-        if (this.gathering.get(key) === ready) this.gathering.delete(key);
-        this.enqueue(ready.calls).then(ready.resolve, ready.reject);
-      });
-    }
-    gathering.calls.push(entry);
-    // Full: the next call of this tick starts another job (this one still goes at the tick's end).
-    if (gathering.calls.length >= this.jobCalls && this.gathering.get(key) === gathering) this.gathering.delete(key);
-    return gathering.enqueued;
   }
 
   private async enqueue(gathered: readonly Pending[]): Promise<void> {
