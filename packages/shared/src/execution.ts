@@ -27,7 +27,7 @@ export interface ExecJob {
   /** W3C trace context (traceparent, tracestate) of the parent span. */
   trace?: Record<string, string>;
   /**
-   * The coordinator whose namespace holds this call's outcome key and cancel mark
+   * The coordinator whose namespace holds this call's outcome field and cancel mark
    * (RedisKeys.outcome): the one that first enqueued the call. Set by a coordinator that took the
    * round over from a dead one; absent, it is the coordinator enqueuing the call.
    */

@@ -48,7 +48,7 @@ export interface RedisKeys {
    * upgrade), so a call an older worker ran or runs is not run again.
    */
   legacyOutcome(origin: string, callId: string): string;
-  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its outcome key. */
+  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its round's outcome hash. */
   cancel(origin: string, callId: string): string;
   /** String: a cached result, tenant-scoped. */
   cache(tenant: string, key: string): string;
@@ -68,7 +68,7 @@ export interface RedisKeys {
   inputChannel(): string;
   /**
    * String: the answer (`InputReply` JSON) to the `n`th question a running call asked (an MCP
-   * elicitation), written by the coordinator that parked it; beside the call's outcome key.
+   * elicitation), written by the coordinator that parked it; beside the call's outcome hash.
    */
   answer(origin: string, callId: string, n: number): string;
   /** Pub/sub channel: `AnswerMessage` JSON to every worker (the answer key is the fallback). */

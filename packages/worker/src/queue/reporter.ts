@@ -37,7 +37,7 @@ const REPORT_RETRY_MS = 250;
 /** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
 const STREAM_EXPIRE_EVERY_MS = 60_000;
 
-/** A call as the reporter sees it: its id, and whose namespace holds its outcome key and cancel mark. */
+/** A call as the reporter sees it: its id, and whose namespace holds its outcome field and cancel mark. */
 export interface CallRef {
   readonly callId: string;
   readonly origin: string;
@@ -68,7 +68,7 @@ interface Report extends CallRef {
 /** Where a job's outcomes go: the results stream, and the namespace that shares its hash tag. */
 interface ReplyTarget {
   replyTo: string;
-  /** The origin whose outcome keys sit beside the stream (recorded and sent in one script); undefined if none. */
+  /** The origin whose outcome hashes sit beside the stream (recorded and sent in one script); undefined if none. */
   home: string | undefined;
 }
 

@@ -50,7 +50,7 @@ export { jobNameFor } from './pending.js';
 /**
  * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
  * and waits for each outcome on this coordinator's results stream (a Redis stream with a
- * consumer group), with a poll of outcome keys and job states as the safety net. Concurrent
+ * consumer group), with a poll of outcome hashes and job states as the safety net. Concurrent
  * calls admitted in the same tick, of every run (each run's limit already applied), share one
  * job per queue shard up to TD_JOB_CALLS; each keeps its own deadline, cancel and outcome.
  */
@@ -142,7 +142,7 @@ export class QueueExecutor implements Executor {
   }
 
   /**
-   * The outcome keys of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
+   * The outcome hashes of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
    * the next poll (CommittedOutcomes).
    */
   committed(round: string, callIndexes: readonly number[], origin?: string): void {
@@ -296,7 +296,7 @@ export class QueueExecutor implements Executor {
         : undefined;
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
     // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
-    // already done (a takeover) is found by the poll of outcome keys.
+    // already done (a takeover) is found by the poll of outcome hashes.
     const added = this.queueOf(first.queue, carrier.shard).add(names, payload, {
       jobId: carrier.id,
       attempts: 1,
@@ -323,7 +323,7 @@ export class QueueExecutor implements Executor {
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
   }
 
-  /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
+  /** The safety net: calls waiting a while are looked up in Redis (outcome field, then the job itself). */
   private async checkPending(): Promise<void> {
     const now = Date.now();
     const due = [...this.pending.values()].filter((p) => now - p.lastCheckedAt >= this.pollIntervalMs);
@@ -351,7 +351,7 @@ export class QueueExecutor implements Executor {
   /**
    * Enqueues again a job Redis lost (a failover to a replica that never had it) whose calls never
    * started (lookUpPending's RESEND), under the same job id: a worker still checks each call's
-   * outcome key before it runs it, so nothing answered runs again.
+   * outcome field before it runs it, so nothing answered runs again.
    */
   private async resend(carrier: SentCarrier): Promise<void> {
     const calls = carrier.calls.filter((c) => this.pending.get(c.callId) === c);
