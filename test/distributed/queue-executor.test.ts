@@ -18,6 +18,7 @@ import {
 import type { RunningWorker } from '../../packages/worker/src/app/options.js';
 import { startWorker } from '../../packages/worker/src/app/start-worker.js';
 import { execJob } from '../support/exec-jobs.js';
+import { outcomeAt } from '../support/outcomes.js';
 import { randomPrefix, startRedis, type TestRedis } from '../support/redis.js';
 import { testRegistry } from '../support/test-handlers.js';
 import { until } from '../support/until.js';
@@ -116,7 +117,7 @@ describe('QueueExecutor with two workers', () => {
     const [committed, open] = [job('test_echo', { n: 1 }), job('test_echo', { n: 2 })];
     const outcomes = await Promise.all([committed, open].map((j) => exec.execute(j, never())));
     expect(outcomes.map((o) => o.status)).toEqual(['ok', 'ok']);
-    const ttl = (j: ExecJob) => redis.pttl(redisKeys(prefix).outcome(exec.coordinatorId, `${j.round}-0`));
+    const ttl = (j: ExecJob) => redis.pttl(redisKeys(prefix).outcomes(exec.coordinatorId, j.round));
     expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS);
     exec.committed(committed.round, [0]);
     await until(async () => (await ttl(committed)) <= OUTCOME_AFTER_COMMIT_TTL_MS, {
@@ -125,8 +126,8 @@ describe('QueueExecutor with two workers', () => {
     expect(await ttl(committed)).toBeGreaterThan(OUTCOME_AFTER_COMMIT_TTL_MS - 60_000);
     expect(await ttl(open)).toBeGreaterThan(OUTCOME_TTL_MS - 60_000);
     // Another coordinator's namespace (a round taken over): the keys named there are cut.
-    const key = redisKeys(prefix).outcome('c-gone', 'rnd_x-3');
-    await redis.set(key, '{}', 'PX', OUTCOME_TTL_MS);
+    const key = redisKeys(prefix).outcomes('c-gone', 'rnd_x');
+    await redis.multi().hset(key, '3', '{}').pexpire(key, OUTCOME_TTL_MS).exec();
     exec.committed('rnd_x', [3], 'c-gone');
     await until(async () => (await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS, {
       what: '(await redis.pttl(key)) <= OUTCOME_AFTER_COMMIT_TTL_MS',
@@ -487,9 +488,9 @@ describe('QueueExecutor with two workers', () => {
       expect(outcome).toMatchObject({ status: 'ok' });
       const redis = new Redis(server.url);
       closers.push(async () => redis.disconnect());
-      const stored = await redis.get(redisKeys(prefix).outcome('c-one', `${j.round}-0`));
+      const stored = await outcomeAt(redis, redisKeys(prefix), 'c-one', `${j.round}-0`).get();
       expect(JSON.parse(stored ?? 'null')).toEqual(outcome);
-      expect(await redis.exists(redisKeys(prefix).outcome('c-two', `${j.round}-0`))).toBe(0);
+      expect(await redis.exists(redisKeys(prefix).outcomes('c-two', j.round))).toBe(0);
     });
 
     it('does not run a call the original coordinator cancelled before it started', async () => {
@@ -533,7 +534,7 @@ describe('QueueExecutor with two workers', () => {
       });
       const redis = new Redis(server.url);
       closers.push(async () => redis.disconnect());
-      if (mark) await redis.set(redisKeys(prefix).outcome(exec.coordinatorId, id), mark(id));
+      if (mark) await outcomeAt(redis, redisKeys(prefix), exec.coordinatorId, id).set(mark(id));
       expect(await queue.remove(id)).toBe(1);
       await worker(prefix, 'w-a');
       return { outcome, file };

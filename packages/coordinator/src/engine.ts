@@ -87,7 +87,7 @@ export interface EngineOptions {
   log?: (line: string) => void;
   /** A round taken over from a coordinator that stopped renewing its lease. */
   onRecover?: (ref: RoundRef, from: { coordinator: string; decided: boolean }) => void;
-  /** (v1.3) Where the executor's calls are (`getRound`'s call states): the LocalExecutor embedded, outcome keys distributed. */
+  /** (v1.3) Where the executor's calls are (`getRound`'s call states): the LocalExecutor embedded, outcome hashes distributed. */
   callProgress?: CallProgress;
 }
 

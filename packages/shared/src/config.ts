@@ -33,7 +33,7 @@ export const DEFAULT_SESSION_TTL_MS = 7 * 24 * 60 * 60_000;
 export const DEFAULT_ROUND_RETENTION_MS = 24 * 60 * 60_000;
 /** TD_FINISHED_JOB_RETENTION_MS: how long BullMQ keeps a completed job (an enqueue under its id is a no-op meanwhile). */
 export const DEFAULT_FINISHED_JOB_RETENTION_MS = 60 * 60_000;
-/** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed call's outcome key stays (a redelivery after a worker died reads it). */
+/** TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long a committed round's outcome hash stays (a redelivery after a worker died reads it). */
 export const DEFAULT_OUTCOME_AFTER_COMMIT_TTL_MS = 10 * 60_000;
 
 /**
@@ -115,7 +115,7 @@ export interface DispatchConfig {
   redisTlsCaFile: string | undefined;
   /**
    * TD_FINISHED_JOB_RETENTION_MS and TD_OUTCOME_AFTER_COMMIT_TTL_MS: how long the queue's
-   * bookkeeping outlives a committed round in Redis (completed BullMQ jobs, outcome keys). Shorter
+   * bookkeeping outlives a committed round in Redis (completed BullMQ jobs, outcome hashes). Shorter
    * gives Redis's key count back sooner; each must stay well above JOB_LOCK_MS + STALLED_INTERVAL_MS
    * (a job redelivered after its worker died must still find them).
    */

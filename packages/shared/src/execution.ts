@@ -27,7 +27,7 @@ export interface ExecJob {
   /** W3C trace context (traceparent, tracestate) of the parent span. */
   trace?: Record<string, string>;
   /**
-   * The coordinator whose namespace holds this call's outcome key and cancel mark
+   * The coordinator whose namespace holds this call's outcome field and cancel mark
    * (RedisKeys.outcome): the one that first enqueued the call. Set by a coordinator that took the
    * round over from a dead one; absent, it is the coordinator enqueuing the call.
    */
@@ -49,6 +49,15 @@ export function callIdFor(round: string, callIndex: number): string {
   if (round.includes(':'))
     throw new Error(`round id ${JSON.stringify(round)} contains ':', which BullMQ job ids cannot`);
   return `${round}-${callIndex}`;
+}
+
+/** A call id's round and call index (the inverse of callIdFor: the index follows the last '-'). */
+export function splitCallId(callId: string): { round: string; callIndex: number } {
+  const dash = callId.lastIndexOf('-');
+  const callIndex = Number(callId.slice(dash + 1));
+  if (dash <= 0 || !Number.isInteger(callIndex) || callIndex < 0 || callId.slice(dash + 1) !== String(callIndex))
+    throw new Error(`call id ${JSON.stringify(callId)} is not <round>-<call index>`);
+  return { round: callId.slice(0, dash), callIndex };
 }
 
 export type ExecOutcome =

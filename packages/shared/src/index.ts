@@ -70,7 +70,7 @@ export type {
   InputRequester,
   QueueClass,
 } from './execution.js';
-export { callIdFor, failedOutcome, failureKindOf, SETTLE_GRACE_MS } from './execution.js';
+export { callIdFor, failedOutcome, failureKindOf, SETTLE_GRACE_MS, splitCallId } from './execution.js';
 export { idempotencyKeyOf } from './idempotency-key.js';
 export { ID_PATTERN, isValidId, newId } from './ids.js';
 export type { AnnouncedTool, McpServerStatus } from './mcp.js';

@@ -2,7 +2,7 @@
  * Redis key names, all under TD_PREFIX. Keys of one session share the `{s:<session>}` hash tag
  * (one Redis Cluster slot, so pipelines and Lua over them work on a cluster); the result cache
  * is tenant-scoped under `{t:<tenant>}`; worker liveness lives under `{w}`. A coordinator's
- * results stream, and the outcome keys and cancel marks of the calls it enqueued, share
+ * results stream, and the outcome hashes and cancel marks of the calls it enqueued, share
  * `{c:<coordinator>}`, so a worker records an outcome and sends it in one script. Ids never
  * contain braces (ID_PATTERN), so the first `{…}` of a key is always its hash tag.
  */
@@ -35,12 +35,20 @@ export interface RedisKeys {
   /** Hash: inputId → settlement JSON (an answer, a timeout, a cancellation), read by whoever waits or parks it again. */
   inputSettled(session: string): string;
   /**
-   * String: a call's ExecOutcome JSON, written once by the worker that ran it (or reported it
-   * lost); `RUNNING_MARK <BullMQ job id>` while that job runs it. Under the coordinator that
-   * first enqueued the call (ExecJob.origin); call ids (callIdFor) are unique across rounds.
+   * (v1.3) Hash: the outcomes of one round's calls, one field per call (its call index, see
+   * `outcomeSlot`): a call's ExecOutcome JSON, written once by the worker that ran it (or reported
+   * it lost); `RUNNING_MARK <BullMQ job id>` while that job runs it. Under the coordinator that
+   * first enqueued the round (ExecJob.origin); round ids are unique. One hash a round, not one key a
+   * call: marking, recording and shortening a round's calls is a command or two, not one each.
    */
-  outcome(origin: string, callId: string): string;
-  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its outcome key. */
+  outcomes(origin: string, round: string): string;
+  /**
+   * String: a call's outcome or running mark as workers and coordinators before v1.3 kept it (one
+   * key a call). Only read, by a worker's startCalls, while such keys may live (a day after an
+   * upgrade), so a call an older worker ran or runs is not run again.
+   */
+  legacyOutcome(origin: string, callId: string): string;
+  /** String: present when the coordinator cancelled the call, checked by a worker before it starts it; beside its round's outcome hash. */
   cancel(origin: string, callId: string): string;
   /** String: a cached result, tenant-scoped. */
   cache(tenant: string, key: string): string;
@@ -60,7 +68,7 @@ export interface RedisKeys {
   inputChannel(): string;
   /**
    * String: the answer (`InputReply` JSON) to the `n`th question a running call asked (an MCP
-   * elicitation), written by the coordinator that parked it; beside the call's outcome key.
+   * elicitation), written by the coordinator that parked it; beside the call's outcome hash.
    */
   answer(origin: string, callId: string, n: number): string;
   /** Pub/sub channel: `AnswerMessage` JSON to every worker (the answer key is the fallback). */
@@ -98,7 +106,8 @@ export function redisKeys(prefix: string): RedisKeys {
     confirmDecided: (session) => `${s(session)}:confirm:decided`,
     inputPending: (session) => `${s(session)}:input:pending`,
     inputSettled: (session) => `${s(session)}:input:settled`,
-    outcome: (origin, callId) => `${c(origin)}:outcome:${callId}`,
+    outcomes: (origin, round) => `${c(origin)}:outcomes:${round}`,
+    legacyOutcome: (origin, callId) => `${c(origin)}:outcome:${callId}`,
     cancel: (origin, callId) => `${c(origin)}:cancel:${callId}`,
     cache: (tenant, key) => `${prefix}:{t:${tenant}}:cache:${key}`,
     results: (coordinatorId) => `${c(coordinatorId)}:results`,

@@ -129,7 +129,7 @@ export interface QueuedJob {
   calls: ExecJob[];
   /** Key of the owning coordinator's results stream (RedisKeys.results). */
   replyTo: string;
-  /** The owning coordinator; its namespace holds the outcome keys of calls without an `origin`. */
+  /** The owning coordinator; its namespace holds the outcome hashes of calls without an `origin`. */
   coordinator: string;
 }
 
@@ -140,7 +140,7 @@ export interface QueuedJob {
 export type QueuedJobData = Omit<QueuedJob, 'calls'> & { calls: Partial<ExecJob>[] };
 
 /**
- * An outcome key holds this plus a BullMQ job id while that job runs the call, so a second job
+ * An outcome field holds this plus a BullMQ job id while that job runs the call, so a second job
  * carrying the same call (a takeover that grouped calls differently) leaves it alone.
  */
 export const RUNNING_MARK = 'running ';
@@ -293,7 +293,7 @@ function fromNamedCallId(call: Record<string, unknown>): Record<string, unknown>
   return { ...rest, toolCallId: callId };
 }
 
-/** Narrows a decoded outcome (from a results message or an outcome key); undefined when malformed. */
+/** Narrows a decoded outcome (from a results message or an outcome field); undefined when malformed. */
 export function parseOutcome(value: unknown): ExecOutcome | undefined {
   if (!isObject(value) || typeof value.durationMs !== 'number') return undefined;
   if (value.status === 'ok' && typeof value.ranOn === 'string') return { output: undefined, ...value } as ExecOutcome;

@@ -9,6 +9,8 @@ export type { RedisKeys } from './keys.js';
 export { redisKeys, SESSION_TTL_MS } from './keys.js';
 export type { LuaScript, ScriptClient } from './lua-script.js';
 export { defineScript, runScript } from './lua-script.js';
+export type { OutcomeReader, OutcomeSlot } from './outcome-slots.js';
+export { groupSlots, outcomeSlot, RECORD_FIRST_LUA, readOutcomes } from './outcome-slots.js';
 export { DuePerKey } from './periodic.js';
 export type {
   AnswerMessage,

@@ -103,7 +103,7 @@ Environment (docs/api.md):
   TD_REDIS_COMMAND_TIMEOUT_MS  deadline of every Redis command; the cluster slot map is refreshed
                          meanwhile (default ${DEFAULT_REDIS_COMMAND_TIMEOUT_MS}, at least 100)
   TD_FINISHED_JOB_RETENTION_MS  how long completed queue jobs stay in Redis (default 1 hour)
-  TD_OUTCOME_AFTER_COMMIT_TTL_MS  how long a committed call's outcome key stays (default 10 minutes);
+  TD_OUTCOME_AFTER_COMMIT_TTL_MS  how long a committed round's outcome hash stays (default 10 minutes);
                          keep both well above 10 s (a job redelivered after its worker died reads them)
   TD_RESULT_BUDGET_CALL  result budget of a session that sets none: characters of one call's output
                          a model gets; past it the output is written to .tool-results/ in the workspace

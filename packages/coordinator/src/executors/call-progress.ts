@@ -3,7 +3,7 @@ export type CallProgressState = 'running' | 'done';
 
 /**
  * (v1.3) Where the executor's calls of a round are, for a running round's view
- * (`Dispatcher.getRound`), read where any coordinator can (distributed: the calls' outcome keys).
+ * (`Dispatcher.getRound`), read where any coordinator can (distributed: the calls' outcome hashes).
  * Undefined for a call: not started, or never sent (answered by pass 1, parked, or still at the
  * gate or a limit).
  */

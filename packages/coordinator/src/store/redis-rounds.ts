@@ -49,7 +49,8 @@ export async function failRound(at: RoundsAt, key: string, owner: string, error:
 
 /**
  * (v1.3) TD_ROUND_RETENTION_MS from now for a round that ended (a no-op for one that runs), sent
- * right behind its commit or failRound on the same connection (no round trip of its own). Sent
+ * right behind its failRound on the same connection (no round trip of its own; commitRound keeps
+ * the round for the retention itself). Sent
  * again once the round has ended if it ran first (its script was loaded, the other one's was
  * not: ioredis sends that one again after NOSCRIPT). A failure only leaves the round its longer
  * TTL (the session's): never an error of the commit.

@@ -29,7 +29,7 @@ import { dropDedupeScript, needsMeta, parseDropDedupeReply } from './lua/dropDed
 import { forgetKeyScript, parseForgetKeyReply } from './lua/forgetKey-1.lua.js';
 import { beginPlacesArgs, commitItemArgs, givenBackArgs, TtlPushBacks } from './redis-commit.js';
 import { addGrant, type GrantsAt, listGrants, revokeGrant, useGrant } from './redis-grants.js';
-import { failRound, type RoundsAt, retainRound, roundRecordOf, saveDecisions, takeRound } from './redis-rounds.js';
+import { failRound, type RoundsAt, roundRecordOf, saveDecisions, takeRound } from './redis-rounds.js';
 import type {
   BeginRound,
   BeginRoundInput,
@@ -233,16 +233,14 @@ export class RedisStore implements Store {
       ...(events ? events.args : ['0', 0, '0']),
       events ? JSON.stringify(input.completed) : '',
       this.ttlDue.histories.take(session),
+      this.rounds.retentionMs,
       ...givenBackArgs(input.giveBack),
       ...commitItemArgs(this.keys, session, items, keys),
     ];
     // The places' keys after the tool histories (their indexes are the items').
     if (input.giveBack?.tickets.length) keys.push(input.giveBack.held, input.giveBack.wait);
-    const committing = runScript(this.redis, commitRoundScript, keys, args);
-    // Sent behind the commit on the same connection (no round trip of its own): the retention.
-    const retained = retainRound(this.rounds, keys[0] as string);
-    const status = parseCommitRoundReply(await committing);
-    if (!(await retained) && status === CommitRoundStatus.Ok) await retainRound(this.rounds, keys[0] as string);
+    // The commit keeps the round for the retention itself (ARGV[9]).
+    const status = parseCommitRoundReply(await runScript(this.redis, commitRoundScript, keys, args));
     if (status === CommitRoundStatus.Fenced) return { fenced: true };
     events?.done();
     // No answer leaves before its commit is acknowledged; unacknowledged, the round is kept for a

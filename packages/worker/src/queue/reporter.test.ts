@@ -10,6 +10,7 @@ import {
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { outcomeAt } from '../../../../test/support/outcomes.js';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
 import { queuedJobOf } from '../../testing/queued-job.js';
@@ -66,22 +67,22 @@ describe('Reporter', () => {
       [ref(2).callId, ok(2)],
     ]);
     for (const i of [0, 1, 2]) {
-      expect(JSON.parse((await redis.get(keys.outcome('c-1', ref(i).callId))) as string)).toEqual(ok(i));
+      expect(JSON.parse((await outcomeAt(redis, keys, 'c-1', ref(i).callId).get()) as string)).toEqual(ok(i));
     }
   });
 
   it('sends a recorded outcome again without recording it twice, and never sends a second outcome of one call', async () => {
     const { reporter, queued, ref, keys } = setUp(1);
-    const key = keys.outcome('c-1', ref(0).callId);
+    const slot = outcomeAt(redis, keys, 'c-1', ref(0).callId);
     await reporter.forJob(queued, 'job-1')(ref(0), ok('first'));
     // Another attempt runs the call again: its fresh outcome does not replace the recorded one, nor go out.
     await reporter.forJob(queued, 'job-2')(ref(0), ok('second'));
-    expect(JSON.parse((await redis.get(key)) as string)).toEqual(ok('first'));
+    expect(JSON.parse((await slot.get()) as string)).toEqual(ok('first'));
     // The recorded outcome, found at a later start, is sent again (a lost report made good), the key left as it is.
-    const ttlBefore = await redis.pttl(key);
+    const ttlBefore = await slot.ttl();
     await reporter.forJob(queued, 'job-3')(ref(0), ok('first'), { recorded: true });
-    expect(JSON.parse((await redis.get(key)) as string)).toEqual(ok('first'));
-    expect(await redis.pttl(key)).toBeLessThanOrEqual(ttlBefore);
+    expect(JSON.parse((await slot.get()) as string)).toEqual(ok('first'));
+    expect(await slot.ttl()).toBeLessThanOrEqual(ttlBefore);
     const sent = (await entries(queued.replyTo)).flat().map((m) => m.kind === 'outcome' && m.outcome);
     expect(sent).toEqual([ok('first'), ok('first')]);
   });
@@ -91,8 +92,8 @@ describe('Reporter', () => {
     const taken = { callId: callIdFor(round, 0), origin: 'c-0' };
     await reporter.forJob(queued, 'job-1')(taken, ok('a'));
     await reporter.forJob(queued, 'job-2')(taken, ok('b'));
-    expect(JSON.parse((await redis.get(keys.outcome('c-0', taken.callId))) as string)).toEqual(ok('a'));
-    expect(await redis.get(keys.outcome('c-1', taken.callId))).toBeNull();
+    expect(JSON.parse((await outcomeAt(redis, keys, 'c-0', taken.callId).get()) as string)).toEqual(ok('a'));
+    expect(await outcomeAt(redis, keys, 'c-1', taken.callId).get()).toBeNull();
     const sent = (await entries(queued.replyTo)).flat().map((m) => m.kind === 'outcome' && m.outcome);
     expect(sent).toEqual([ok('a')]);
   });
@@ -100,12 +101,23 @@ describe('Reporter', () => {
   it("marks a job's calls running, and finds one cancelled or recorded before", async () => {
     const { reporter, ref, keys } = setUp(3);
     await redis.set(keys.cancel('c-1', ref(1).callId), '1');
-    await redis.set(keys.outcome('c-1', ref(2).callId), JSON.stringify(ok('before')));
+    await outcomeAt(redis, keys, 'c-1', ref(2).callId).set(JSON.stringify(ok('before')));
     const starts = await reporter.start([ref(0), ref(1), ref(2)], 'job-1', 'serial');
     expect(starts[0]).toBe('run');
     expect(starts[1]).toBe('cancelled');
     expect(starts[2]).toEqual({ recorded: JSON.stringify(ok('before')) });
-    expect(await redis.get(keys.outcome('c-1', ref(0).callId))).toBe(`${RUNNING_MARK}job-1`);
+    expect(await outcomeAt(redis, keys, 'c-1', ref(0).callId).get()).toBe(`${RUNNING_MARK}job-1`);
+  });
+
+  it('reads an outcome or mark an older worker left in its key of before v1.3 (one key a call), and never writes it', async () => {
+    const { reporter, ref, keys } = setUp(3);
+    await redis.set(keys.legacyOutcome('c-1', ref(0).callId), JSON.stringify(ok('old')));
+    await redis.set(keys.legacyOutcome('c-1', ref(1).callId), `${RUNNING_MARK}job-old`);
+    const starts = await reporter.start([ref(0), ref(1), ref(2)], 'job-1', 'serial');
+    expect(starts).toEqual([{ recorded: JSON.stringify(ok('old')) }, 'elsewhere', 'run']);
+    expect(await outcomeAt(redis, keys, 'c-1', ref(0).callId).get()).toBeNull();
+    expect(await outcomeAt(redis, keys, 'c-1', ref(2).callId).get()).toBe(`${RUNNING_MARK}job-1`);
+    expect(await redis.exists(keys.legacyOutcome('c-1', ref(2).callId))).toBe(0);
   });
 
   it('never runs a serial call again that the same job started before (its outcome lost): worker_lost; a concurrent one runs', async () => {

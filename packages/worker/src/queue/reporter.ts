@@ -1,12 +1,15 @@
-import { type ExecOutcome, failedOutcome, type QueueClass } from '@tool-dispatch/shared';
+import { type ExecOutcome, failedOutcome, type QueueClass, splitCallId } from '@tool-dispatch/shared';
 import {
   callIdFor,
   DuePerKey,
   failedJobVerdict,
+  groupSlots,
   isNotDurable,
   isRedisRefusal,
   OUTCOME_TTL_MS,
+  type OutcomeSlot,
   outcomeFields,
+  outcomeSlot,
   parseQueuedJob,
   type QueuedJob,
   RESULTS_STREAM_MAXLEN,
@@ -25,7 +28,7 @@ import {
   type StartCallReply,
   StartCallsStatus,
   startCallsScript,
-} from './lua/startCalls-2n.lua.js';
+} from './lua/startCalls-n2n.lua.js';
 
 /** How long a report is sent again while Redis refuses it (a failover: the cluster's node timeout and an election). */
 const REPORT_PATIENCE_MS = 15_000;
@@ -34,7 +37,7 @@ const REPORT_RETRY_MS = 250;
 /** How often a results stream's TTL is pushed back (it expires RESULTS_STREAM_TTL_MS after that). */
 const STREAM_EXPIRE_EVERY_MS = 60_000;
 
-/** A call as the reporter sees it: its id, and whose namespace holds its outcome key and cancel mark. */
+/** A call as the reporter sees it: its id, and whose namespace holds its outcome field and cancel mark. */
 export interface CallRef {
   readonly callId: string;
   readonly origin: string;
@@ -65,13 +68,13 @@ interface Report extends CallRef {
 /** Where a job's outcomes go: the results stream, and the namespace that shares its hash tag. */
 interface ReplyTarget {
   replyTo: string;
-  /** The origin whose outcome keys sit beside the stream (recorded and sent in one script); undefined if none. */
+  /** The origin whose outcome hashes sit beside the stream (recorded and sent in one script); undefined if none. */
   home: string | undefined;
 }
 
 /**
- * Records each call's outcome once (its outcome key) and sends it to the owning coordinator's
- * results stream: one script when the outcome keys are the stream's coordinator's (the usual
+ * Records each call's outcome once (its field of the round's outcome hash) and sends it to the owning coordinator's
+ * results stream: one script when the outcome hashes are the stream's coordinator's (the usual
  * case), else a record then a send. Outcomes of one job known in the same tick go out together.
  */
 export class Reporter {
@@ -95,15 +98,18 @@ export class Reporter {
    * acknowledged by the replicas; else it ends `error`/`unavailable`, not run (API.md v1.2).
    */
   async start(calls: readonly CallRef[], carrierId: string, queue: QueueClass): Promise<(CallStart | undefined)[]> {
-    const args = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS];
     const replies: (CallStart | undefined)[] = new Array(calls.length);
     const startInNamespace = async ([origin, indexes]: [string, number[]]) => {
-      const keys = indexes.flatMap((i) => {
-        const callId = (calls[i] as CallRef).callId;
-        return [this.keys.cancel(origin, callId), this.keys.outcome(origin, callId)];
+      const refs = indexes.map((i) => calls[i] as CallRef);
+      const { keys: hashes, at } = groupSlots(refs.map((c) => outcomeSlot(this.keys, origin, c.callId)));
+      const keys = [...hashes];
+      const args: (string | number)[] = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS, hashes.length];
+      refs.forEach((c, k) => {
+        keys.push(this.keys.cancel(origin, c.callId), this.keys.legacyOutcome(origin, c.callId));
+        args.push(at[k] as number, splitCallId(c.callId).callIndex);
       });
       const got: CallStart[] = parseStartCallsReply(await runScript(this.redis, startCallsScript, keys, args));
-      if (queue === 'serial') await this.sideEffectStarts(got, keys[1] as string);
+      if (queue === 'serial') await this.sideEffectStarts(got, hashes[0] as string);
       indexes.forEach((callIndex, k) => {
         const reply = got[k];
         replies[callIndex] = reply === StartCallsStatus.Again ? StartCallsStatus.Run : reply;
@@ -212,20 +218,23 @@ export class Reporter {
     for (const r of reports) r.resolve();
   }
 
-  /** Outcome keys beside the stream: one script records the fresh outcomes and sends what it recorded. */
+  /** Outcome hashes beside the stream: one script records the fresh outcomes and sends what it recorded. */
   private async recordAndSend(replyTo: string, carrierId: string, reports: readonly Report[]): Promise<void> {
     const fresh = reports.filter((r) => !r.recorded);
-    const keys = [replyTo];
-    for (const r of fresh) keys.push(this.keys.outcome(r.origin, r.callId));
+    const slots = fresh.map((r) => outcomeSlot(this.keys, r.origin, r.callId));
+    const { keys: hashes, at } = groupSlots(slots);
     const streamTtlMs = this.isExpireDue(replyTo) ? RESULTS_STREAM_TTL_MS : 0;
     const args: (string | number)[] = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS, RESULTS_STREAM_MAXLEN, streamTtlMs];
-    for (const r of fresh) args.push(r.callId, r.json);
+    args.push(fresh.length);
+    fresh.forEach((r, j) => {
+      args.push(at[j] as number, (slots[j] as OutcomeSlot).field, r.callId, r.json);
+    });
     for (const r of reports) if (r.recorded) args.push(r.callId, r.json);
-    parseReportOutcomesReply(await runScript(this.redis, reportOutcomesScript, keys, args));
+    parseReportOutcomesReply(await runScript(this.redis, reportOutcomesScript, [replyTo, ...hashes], args));
   }
 
   /**
-   * Outcome keys in another namespace (a coordinator took the round over): recorded there first,
+   * Outcome hashes in another namespace (a coordinator took the round over): recorded there first,
    * then the ones recorded now, and those recorded before, sent.
    */
   private async recordThenSend(replyTo: string, carrierId: string, reports: readonly Report[]): Promise<void> {
@@ -233,8 +242,12 @@ export class Reporter {
     const recordedNow = new Set<Report>();
     const recordInNamespace = async ([origin, indexes]: [string, number[]]) => {
       const group = indexes.map((i) => fresh[i] as Report);
-      const keys = group.map((r) => this.keys.outcome(origin, r.callId));
-      const args = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS, ...group.map((r) => r.json)];
+      const slots = group.map((r) => outcomeSlot(this.keys, origin, r.callId));
+      const { keys, at } = groupSlots(slots);
+      const args: (string | number)[] = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS];
+      group.forEach((r, k) => {
+        args.push(at[k] as number, (slots[k] as OutcomeSlot).field, r.json);
+      });
       const recorded = parseRecordOutcomesReply(await runScript(this.redis, recordOutcomesScript, keys, args));
       group.forEach((r, k) => {
         if (recorded[k] === true) recordedNow.add(r);

@@ -9,6 +9,7 @@ import {
 } from '@tool-dispatch/shared/redis';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { outcomeAt } from '../../../../test/support/outcomes.js';
 import { randomPrefix } from '../../../../test/support/redis.js';
 import { useRedis } from '../../../../test/support/use-redis.js';
 import { queuedJobOf } from '../../testing/queued-job.js';
@@ -81,7 +82,7 @@ describe('runQueuedJob', () => {
     await expect(run).rejects.toThrow(/WRONGTYPE/);
     // The slow call finished although the fast one's report had already failed.
     expect(finished).toEqual(['call_0', 'call_1']);
-    expect(JSON.parse((await redis.get(keys.outcome('c-1', ids[0] as string))) as string)).toMatchObject({
+    expect(JSON.parse((await outcomeAt(redis, keys, 'c-1', ids[0] as string).get()) as string)).toMatchObject({
       status: 'ok',
     });
   });
@@ -115,7 +116,7 @@ describe('runQueuedJob', () => {
     const queued = jobOf(keys, [0]);
     const id = callIdFor(queued.calls[0]?.round as string, 0);
     const before: ExecOutcome = { status: 'ok', output: 'before', durationMs: 1, ranOn: 'w-0' };
-    await redis.set(keys.outcome('c-1', id), JSON.stringify(before));
+    await outcomeAt(redis, keys, 'c-1', id).set(JSON.stringify(before));
     const outcomes = await runQueuedJob(
       contextOf(keys, registry),
       queued,

@@ -2,7 +2,7 @@ import type { ExecJob, ExecOutcome, QueueClass } from '@tool-dispatch/shared';
 import { failedOutcome } from '@tool-dispatch/shared';
 import { callIdFor, parseOutcome, type QueuedJob, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { Job } from 'bullmq';
-import { StartCallsStatus } from './lua/startCalls-2n.lua.js';
+import { StartCallsStatus } from './lua/startCalls-n2n.lua.js';
 import type { CallRef, CallStart, ReportFn } from './reporter.js';
 import type { RunningCalls } from './running-calls.js';
 

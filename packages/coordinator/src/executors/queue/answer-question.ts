@@ -17,7 +17,7 @@ export interface AnswerContext {
 
 /**
  * A question a running call asked (ResultsReader.onAsk): parked through the call's asker, its
- * answer written beside the call's outcome key and published to the workers. A call with no
+ * answer written beside the call's outcome field and published to the workers. A call with no
  * asker here (`entry` undefined: not waiting on this coordinator; or not one that may ask) is
  * answered that nobody can. The time the question waits is kept off the call's deadline.
  */

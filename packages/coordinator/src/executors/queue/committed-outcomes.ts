@@ -1,15 +1,15 @@
-import { callIdFor, type RedisKeys } from '@tool-dispatch/shared/redis';
+import type { RedisKeys } from '@tool-dispatch/shared/redis';
 import { getOrCreate } from '../../support/maps.js';
 import { type RedisClient, runScript } from '../../support/redis-client.js';
 import { shortenOutcomesScript } from './lua/shortenOutcomes-n.lua.js';
 
-/** Outcome keys per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
+/** Outcome hashes per shortenOutcomes script: each call of it holds Redis for well under a millisecond. */
 const SHORTEN_CHUNK = 500;
 
 /**
- * The outcome keys of committed rounds' calls, by namespace (coordinator), cut down to `ttlMs`
- * (OUTCOME_AFTER_COMMIT_TTL_MS) at the next `shorten` (one script per namespace and at most
- * SHORTEN_CHUNK keys, whatever the load).
+ * The outcome hashes of committed rounds (one a round), by namespace (coordinator), cut down to
+ * `ttlMs` (OUTCOME_AFTER_COMMIT_TTL_MS) at the next `shorten` (one script per namespace and at
+ * most SHORTEN_CHUNK hashes, whatever the load).
  */
 export class CommittedOutcomes {
   private readonly due = new Map<string, string[]>();
@@ -20,10 +20,10 @@ export class CommittedOutcomes {
     private readonly ttlMs: number,
   ) {}
 
-  /** Notes the outcome keys of a committed round's calls, in `namespace`. */
+  /** Notes the outcome hash of a committed round whose calls `callIndexes` were enqueued, in `namespace`. */
   add(namespace: string, round: string, callIndexes: readonly number[]): void {
-    const keys = getOrCreate(this.due, namespace, () => []);
-    for (const i of callIndexes) keys.push(this.keys.outcome(namespace, callIdFor(round, i)));
+    if (callIndexes.length === 0) return;
+    getOrCreate(this.due, namespace, () => []).push(this.keys.outcomes(namespace, round));
   }
 
   /** Shortens every key noted so far. */

@@ -38,7 +38,7 @@ export interface QueueExecutorOptions {
   onShardMismatch?: (line: string) => void;
   /** How long BullMQ keeps a completed job (TD_FINISHED_JOB_RETENTION_MS; default FINISHED_JOB_RETENTION_S). */
   finishedJobRetentionMs?: number;
-  /** How long a committed round's outcome keys stay (TD_OUTCOME_AFTER_COMMIT_TTL_MS; default OUTCOME_AFTER_COMMIT_TTL_MS). */
+  /** How long a committed round's outcome hashes stay (TD_OUTCOME_AFTER_COMMIT_TTL_MS; default OUTCOME_AFTER_COMMIT_TTL_MS). */
   outcomeAfterCommitTtlMs?: number;
   /**
    * Whether a job lost with the Redis primary that held it (gone from the queue, no outcome) is

@@ -6,6 +6,7 @@ import {
   type RedisClient,
   type RedisKeys,
   RUNNING_MARK,
+  readOutcomes,
   tryParseJson,
   workerLostOutcome,
 } from '@tool-dispatch/shared/redis';
@@ -30,17 +31,17 @@ export const RESEND = 'resend';
 export type LookUpVerdict = ExecOutcome | typeof RESEND | undefined;
 
 /**
- * The safety net's look at one waiting call: its outcome key, then the job carrying it. Returns
+ * The safety net's look at one waiting call: its outcome field, then the job carrying it. Returns
  * the call's outcome when one is found or due (a failed job's verdict, a job that vanished, a job
  * nobody took within the deadlines, a worker that never reported), `RESEND` when its job vanished
  * before it started (lostBeforeStart), else undefined (wait on).
  */
 export async function lookUpPending(context: LookUpContext, entry: Pending, now: number): Promise<LookUpVerdict> {
   const { job, callId } = entry;
-  const value = await context.redis.get(context.keys.outcome(entry.origin, callId));
+  const [value = null] = await readOutcomes(context.redis, context.keys, entry.origin, [callId]);
   const recorded = parseOutcome(tryParseJson(value));
   if (recorded) return recorded;
-  // The job running the call names itself in the outcome key; before it starts, the job we enqueued.
+  // The job running the call names itself in the outcome field; before it starts, the job we enqueued.
   const carrierId = value?.startsWith(RUNNING_MARK) ? value.slice(RUNNING_MARK.length) : (entry.carrier?.id ?? callId);
   const queue = context.queueOf(job.queue, entry.shard);
   const bullJob = (await queue.getJob(carrierId)) as Job | undefined;

@@ -9,9 +9,9 @@ export const MAX_CALLS_PER_JOB = MAX_JOB_CALLS;
 /** A call this coordinator waits on: enqueued (or gathering), its outcome not yet here. */
 export interface Pending {
   job: ExecJob;
-  /** The call's id (callIdFor): its outcome key, cancel mark and results messages. */
+  /** The call's id (callIdFor): its outcome field, cancel mark and results messages. */
   callId: string;
-  /** Whose namespace holds its outcome key and cancel mark (ExecJob.origin). */
+  /** Whose namespace holds its outcome field and cancel mark (ExecJob.origin). */
   origin: string;
   enqueuedAt: number;
   lastCheckedAt: number;
@@ -69,7 +69,7 @@ export function jobCallsOf(jobCalls: number | undefined): number {
  * is a job of its own, as is every call at TD_JOB_CALLS=1. The concurrent calls admitted in one
  * tick share a job per queue shard, whatever their session and run (DESIGN.md "Fewer queue hops per
  * call", as corrected for v1.3): each run's share is what its limiter admitted, so within its limit,
- * and the job's calls are at most TD_JOB_CALLS in all. Their outcome keys and cancel marks are all in
+ * and the job's calls are at most TD_JOB_CALLS in all. Their outcome hashes and cancel marks are all in
  * this coordinator's slot (`{c:<coordinator>}`), so one script still covers a job's calls on a
  * cluster. A takeover's calls (origin) travel apart: their worker checks them before it starts them.
  */

@@ -26,7 +26,6 @@ import {
   OUTCOME_TTL_MS,
   type RedisClient,
   type RedisKeys,
-  RUNNING_MARK,
   redisKeys,
   STALLED_INTERVAL_MS,
   shardOf,
@@ -38,19 +37,11 @@ import { runScript } from '../../support/redis-client.js';
 import { settleWithin } from '../../support/settle.js';
 import { answerQuestion } from './answer-question.js';
 import { CommittedOutcomes } from './committed-outcomes.js';
-import { markCarriedScript } from './lua/markCarried-n.lua.js';
+import { Gatherer } from './gatherer.js';
+import { markCarriedInput, markCarriedScript, parseMarkCarriedReply } from './lua/markCarried-n.lua.js';
 import type { QueueExecutorOptions } from './options.js';
 import { type LookUpContext, lookUpPending, RESEND } from './overdue.js';
-import {
-  carrierJobId,
-  type Gathering,
-  gatheringKeyOf,
-  jobCallsOf,
-  jobNameFor,
-  newGathering,
-  type Pending,
-  type SentCarrier,
-} from './pending.js';
+import { carrierJobId, jobCallsOf, jobNameFor, type Pending, type SentCarrier } from './pending.js';
 import { ResultsReader } from './results-reader.js';
 import { WorkerDirectory } from './worker-directory.js';
 
@@ -60,7 +51,7 @@ export { jobNameFor } from './pending.js';
 /**
  * Pass 2 over BullMQ: enqueues calls on the concurrent or serial queue under idempotent job ids,
  * and waits for each outcome on this coordinator's results stream (a Redis stream with a
- * consumer group), with a poll of outcome keys and job states as the safety net. Concurrent
+ * consumer group), with a poll of outcome hashes and job states as the safety net. Concurrent
  * calls admitted in the same tick, of every run (each run's limit already applied), share one
  * job per queue shard up to TD_JOB_CALLS; each keeps its own deadline, cancel and outcome.
  */
@@ -78,14 +69,13 @@ export class QueueExecutor implements Executor {
   readonly workers: WorkerDirectory;
   private readonly pollIntervalMs: number;
   private readonly jobName: string;
-  /** TD_JOB_CALLS: the most calls one job carries. */
-  private readonly jobCalls: number;
   private readonly overdueGraceMs: number;
   private readonly resendLostJobs: boolean;
   private readonly onError: (error: Error) => void;
   private readonly finishedJobRetentionS: number;
   private readonly pending = new Map<string, Pending>();
-  private readonly gathering = new Map<string, Gathering>();
+  /** Calls gathered into jobs (several runs' calls of one tick, or of one add's round trip, per job). */
+  private readonly gatherer: Gatherer;
   /** Outcome keys of committed rounds, to shorten at the next poll. */
   private readonly committedOutcomes: CommittedOutcomes;
   private readonly ready: Promise<void>;
@@ -99,7 +89,7 @@ export class QueueExecutor implements Executor {
     if (this.coordinatorId.includes(':')) throw new Error(`coordinatorId ${this.coordinatorId} must not contain ':'`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
     this.jobName = options.jobName ?? '{tools}';
-    this.jobCalls = jobCallsOf(options.jobCalls);
+    this.gatherer = new Gatherer(jobCallsOf(options.jobCalls), (calls) => this.enqueue(calls));
     this.overdueGraceMs = options.overdueGraceMs ?? 2 * JOB_LOCK_MS + 2 * STALLED_INTERVAL_MS + SETTLE_GRACE_MS;
     this.onError = options.onError ?? (() => {});
     this.resendLostJobs = options.resendLostJobs ?? false;
@@ -153,7 +143,7 @@ export class QueueExecutor implements Executor {
   }
 
   /**
-   * The outcome keys of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
+   * The outcome hashes of a committed round's calls are cut down to OUTCOME_AFTER_COMMIT_TTL_MS, at
    * the next poll (CommittedOutcomes).
    */
   committed(round: string, callIndexes: readonly number[], origin?: string): void {
@@ -223,7 +213,7 @@ export class QueueExecutor implements Executor {
     };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      await raceAbort(this.gather(entry), signal, () => undefined);
+      await raceAbort(this.gatherer.gather(entry), signal, () => undefined);
       return await promise;
     } catch (e) {
       entry.settle(failedOutcome('handler_threw', 'enqueue failed', 0));
@@ -275,30 +265,6 @@ export class QueueExecutor implements Executor {
     return queue;
   }
 
-  /**
-   * Adds a call to the job of this tick (gatheringKeyOf), enqueued once every call admitted in this
-   * tick has joined: the concurrent calls of the rounds admitted together (each run's limit already
-   * applied) share one job, up to TD_JOB_CALLS.
-   */
-  private gather(entry: Pending): Promise<void> {
-    const key = gatheringKeyOf(entry, this.jobCalls);
-    let gathering = this.gathering.get(key);
-    if (!gathering) {
-      const ready = newGathering();
-      gathering = ready;
-      this.gathering.set(key, ready);
-      // After the microtasks of this tick: every call the run's limiter admitted with this one has joined.
-      process.nextTick(() => {
-        if (this.gathering.get(key) === ready) this.gathering.delete(key);
-        this.enqueue(ready.calls).then(ready.resolve, ready.reject);
-      });
-    }
-    gathering.calls.push(entry);
-    // Full: the next call of this tick starts another job (this one still goes at the tick's end).
-    if (gathering.calls.length >= this.jobCalls && this.gathering.get(key) === gathering) this.gathering.delete(key);
-    return gathering.enqueued;
-  }
-
   private async enqueue(gathered: readonly Pending[]): Promise<void> {
     await this.ready;
     // Calls cancelled while gathering are not sent.
@@ -325,16 +291,13 @@ export class QueueExecutor implements Executor {
     // is added (same connection, so Redis has the marks first): its worker skips the start check.
     const marked =
       first.queue === 'concurrent' && calls.every((c) => c.job.origin === undefined)
-        ? runScript(
-            this.redis,
-            markCarriedScript,
-            calls.map((c) => this.keys.outcome(this.coordinatorId, c.callId)),
-            [RUNNING_MARK + carrier.id, OUTCOME_TTL_MS],
+        ? runScript(this.redis, markCarriedScript, ...markCarriedInput(this.keys, this.coordinatorId, carrier)).then(
+            parseMarkCarriedReply,
           )
         : undefined;
     // Idempotent enqueue: BullMQ ignores an add whose job id exists, and a worker never runs a call
     // whose outcome is recorded (it sends that outcome again). A call answered by a job that is
-    // already done (a takeover) is found by the poll of outcome keys.
+    // already done (a takeover) is found by the poll of outcome hashes.
     const added = this.queueOf(first.queue, carrier.shard).add(names, payload, {
       jobId: carrier.id,
       attempts: MAX_STARTS[first.queue],
@@ -361,7 +324,7 @@ export class QueueExecutor implements Executor {
     await this.redis.publish(this.keys.cancelChannel(), JSON.stringify(message));
   }
 
-  /** The safety net: calls waiting a while are looked up in Redis (outcome key, then the job itself). */
+  /** The safety net: calls waiting a while are looked up in Redis (outcome field, then the job itself). */
   private async checkPending(): Promise<void> {
     const now = Date.now();
     const due = [...this.pending.values()].filter((p) => now - p.lastCheckedAt >= this.pollIntervalMs);
@@ -389,7 +352,7 @@ export class QueueExecutor implements Executor {
   /**
    * Enqueues again a job Redis lost (a failover to a replica that never had it) whose calls never
    * started (lookUpPending's RESEND), under the same job id: a worker still checks each call's
-   * outcome key before it runs it, so nothing answered runs again.
+   * outcome field before it runs it, so nothing answered runs again.
    */
   private async resend(carrier: SentCarrier): Promise<void> {
     const calls = carrier.calls.filter((c) => this.pending.get(c.callId) === c);

@@ -66,12 +66,16 @@ local function takePlaces()
   return 1
 end
 -- Round ids are new for each submission: a record under this one is this very call, run before.
-if redis.call('HEXISTS', KEYS[1], 'record') == 1 then
-  local took = 0
-  if places > 0 and redis.call('ZSCORE', KEYS[6], ARGV[17]) then
-    took = 1
+-- Most rounds find no key at all: one EXISTS (HEXISTS, and DEL of fields left without a record, only when there is one).
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HEXISTS', KEYS[1], 'record') == 1 then
+    local took = 0
+    if places > 0 and redis.call('ZSCORE', KEYS[6], ARGV[17]) then
+      took = 1
+    end
+    return {'new', session, dedupeFound(), took}
   end
-  return {'new', session, dedupeFound(), took}
+  redis.call('DEL', KEYS[1])
 end
 if ARGV[5] == '1' then
   local held = redis.call('GET', KEYS[2])
@@ -86,7 +90,6 @@ if ARGV[5] == '1' then
   end
   redis.call('SET', KEYS[2], ARGV[1] .. '|' .. ARGV[2], 'PX', ARGV[4])
 end
-redis.call('DEL', KEYS[1])
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'record', ARGV[3], 'state', 'running', 'owner', ARGV[6], 'calls', ARGV[7])
 else

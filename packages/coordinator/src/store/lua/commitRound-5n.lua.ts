@@ -8,7 +8,8 @@ import { DROP_DEDUPE_LUA } from './dropDedupe-2.lua.js';
  * entry put, what the call invalidates dropped; the round marked done with its response; then
  * (when asked) a `tool.result` event per call and `round.completed`. A round already done, or
  * owned by another coordinator (which took it over), writes nothing and hears `fenced`: so a
- * round is committed once.
+ * round is committed once. The round is then kept TD_ROUND_RETENTION_MS (v1.3; in this step, not
+ * by a retainRound sent behind it: one script less a round).
  */
 export const commitRoundScript = defineScript(
   'commitRound',
@@ -22,9 +23,10 @@ export const commitRoundScript = defineScript(
   ARGV[7] round.completed data JSON ("" to append no events)
   ARGV[8] "1" to push the histories' TTLs back (the caller does it at most so often per session,
     well within the TTL); "0" sets the TTL only of a history this commit creates
-  ARGV[9] k, the run's places given back (0: none)  ARGV[10..9+k] their tickets; with k > 0 the last
+  ARGV[9] (v1.3) TD_ROUND_RETENTION_MS: the round, now done, is kept the lesser of this and the TTL
+  ARGV[10] k, the run's places given back (0: none)  ARGV[11..10+k] their tickets; with k > 0 the last
     two KEYS are the run limit's held places (ZSET) and its waiters (ZSET), after the tool histories
-  ARGV[10+k..] 7 fields per item: its result JSON (a non-empty object), its history fields
+  ARGV[11+k..] 7 fields per item: its result JSON (a non-empty object), its history fields
     ('"round":…,"run":…,"at":…'), index in KEYS of its tool history, dedupe key ("" for none),
     dedupe entry JSON, dedupe meta JSON ({"tool", "paths"}; "" when not needed), invalidations
     JSON ([{"tool", "paths"?}], "" for none)
@@ -63,8 +65,8 @@ local function putDedupe()
     meta = {}
   end
 end
-local give = tonumber(ARGV[9])
-for i = 10 + give, #ARGV, 7 do
+local give = tonumber(ARGV[10])
+for i = 11 + give, #ARGV, 7 do
   local result = ARGV[i]
   local body = string.sub(result, 2, -2)
   local entry = '{' .. body .. ',' .. ARGV[i + 1] .. '}'
@@ -123,14 +125,14 @@ if state[1] then
   local response = '{"round":' .. ARGV[3] .. ',"results":[' .. table.concat(results, ',') .. ']}'
   redis.call('HSET', KEYS[1], 'state', 'done', 'response', response)
   redis.call('HDEL', KEYS[1], 'calls', 'planned')
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], math.min(tonumber(ARGV[1]), tonumber(ARGV[9])))
 end
 if events then
   appendEvent(KEYS[5], ARGV[4], 'round.completed', ARGV[7])
   keepEvents(KEYS[5], ARGV[5], ARGV[6])
 end
 if give > 0 then
-  redis.call('ZREM', KEYS[#KEYS - 1], unpack(ARGV, 10, 9 + give))
+  redis.call('ZREM', KEYS[#KEYS - 1], unpack(ARGV, 11, 10 + give))
   if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
     return 'ok waiters'
   end

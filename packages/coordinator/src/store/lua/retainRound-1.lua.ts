@@ -3,8 +3,8 @@ import { defineScript } from '../../support/redis-client.js';
 /**
  * (v1.3) TD_ROUND_RETENTION_MS: a round that ended (done or failed) is kept that long from now,
  * never longer than it would be kept already (PEXPIRE … LT), so running it again extends nothing.
- * Sent right after the commit (or failRound) on the same connection; kept apart from commitRound
- * so that script's arguments stay as they are.
+ * Sent right after failRound on the same connection (commitRound keeps a committed round for
+ * the retention itself, in the same step).
  */
 export const retainRoundScript = defineScript(
   'retainRound',

@@ -1,27 +1,19 @@
-import { defineScript } from '@tool-dispatch/shared/redis';
+import { defineScript, RECORD_FIRST_LUA } from '@tool-dispatch/shared/redis';
 
 /** Records calls' outcomes once: the first outcome of a call stands (a late or repeated report changes nothing). */
 export const recordOutcomesScript = defineScript(
   'recordOutcomes',
   1,
   `--[[
-  KEYS[i] call i's outcome key (STRING)
+  KEYS[h] round h's outcome hash (HASH: call index → outcome JSON or running mark)
   ARGV[1] the reporting job's running mark ("running <job id>")  ARGV[2] outcome TTL ms
-  ARGV[2+i] call i's outcome JSON
-  A key that is empty or holds this job's running mark takes the outcome; a recorded outcome,
-  or another job's mark, stands. Returns one integer per call: 1 when recorded now, else 0.
+  ARGV[3j] ARGV[3j+1] ARGV[3j+2] call j's hash (h, 1-based), field and outcome JSON
+  A field that is empty or holds this job's running mark takes the outcome; a recorded outcome,
+  or another job's mark, stands (recordFirst). Returns one integer per call: 1 when recorded
+  now, else 0.
 ]]
-local out = {}
-for i = 1, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if not v or v == ARGV[1] then
-    redis.call('SET', KEYS[i], ARGV[2 + i], 'PX', ARGV[2])
-    table.insert(out, 1)
-  else
-    table.insert(out, 0)
-  end
-end
-return out
+${RECORD_FIRST_LUA}
+return recordEach(0, #KEYS, 3, 3, 2, (#ARGV - 2) / 3, ARGV[1], ARGV[2])
 `,
   { moreKeys: true },
 );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseStartCallsReply } from './startCalls-2n.lua.js';
+import { parseStartCallsReply } from './startCalls-n2n.lua.js';
 
 describe('parseStartCallsReply', () => {
   it("reads each call's tag: run, cancelled or elsewhere", () => {

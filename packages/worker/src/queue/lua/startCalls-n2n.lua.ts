@@ -6,30 +6,42 @@ import { defineScript } from '@tool-dispatch/shared/redis';
  */
 export const startCallsScript = defineScript(
   'startCalls',
-  2,
+  3,
   `--[[
-  KEYS[2i-1] call i's cancel mark (STRING)  KEYS[2i] call i's outcome key (STRING)
-  ARGV[1] this job's running mark ("running <job id>")  ARGV[2] outcome TTL ms
+  KEYS[h] round h's outcome hash (HASH: call index → outcome JSON or running mark), h = 1..ARGV[3]
+  KEYS[m+2c-1] call c's cancel mark (STRING)  KEYS[m+2c] call c's outcome key of before v1.3
+  (STRING, only read: an older worker's outcome or mark), m = ARGV[3]
+  ARGV[1] this job's running mark ("running <job id>")  ARGV[2] outcome TTL ms  ARGV[3] m
+  ARGV[2+2c] ARGV[3+2c] call c's hash (h) and field
   Returns one reply per call: the recorded outcome JSON; "cancelled"; "run" (marked running by
   this job now); "again" (marked running by this job already: a delivery before this one started
   it, its outcome unknown); "elsewhere" (another job's running mark).
 ]]
+local m = tonumber(ARGV[3])
 local out = {}
-for i = 1, #KEYS, 2 do
-  local v = redis.call('GET', KEYS[i + 1])
+local written = {}
+for c = 1, (#KEYS - m) / 2 do
+  local hash = KEYS[tonumber(ARGV[2 + 2 * c])]
+  local field = ARGV[3 + 2 * c]
+  local v = redis.call('HGET', hash, field)
+  if not v then v = redis.call('GET', KEYS[m + 2 * c]) end
   local running = v and string.sub(v, 1, 8) == 'running '
   if v and not running then
     table.insert(out, v)
-  elseif redis.call('EXISTS', KEYS[i]) == 1 then
+  elseif redis.call('EXISTS', KEYS[m + 2 * c - 1]) == 1 then
     table.insert(out, 'cancelled')
   elseif not v then
-    redis.call('SET', KEYS[i + 1], ARGV[1], 'PX', ARGV[2])
+    redis.call('HSET', hash, field, ARGV[1])
+    written[hash] = true
     table.insert(out, 'run')
   elseif v == ARGV[1] then
     table.insert(out, 'again')
   else
     table.insert(out, 'elsewhere')
   end
+end
+for h = 1, m do
+  if written[KEYS[h]] then redis.call('PEXPIRE', KEYS[h], ARGV[2]) end
 end
 return out
 `,
