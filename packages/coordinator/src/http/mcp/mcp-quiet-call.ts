@@ -1,7 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { isJSONRPCRequest, isJsonContentType, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
-import { isQuiet, type McpCallParams, type McpService } from './mcp-service.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
+
+/** What answers the call: McpService's callTool (its hooks, the dispatcher). */
+export interface QuietCaller {
+  callTool(
+    record: McpSessionRecord,
+    params: McpCallParams,
+    requestId: string | number,
+    transport: undefined,
+  ): Promise<Record<string, unknown>>;
+}
 
 /** JSON-RPC's internal error, the SDK's answer to a handler that threw without a code. */
 const INTERNAL_ERROR = -32603;
@@ -17,7 +26,7 @@ const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === 'obje
  * 400, params it would reject), is left to the SDK: undefined.
  */
 export async function answerQuietCall(
-  service: McpService,
+  service: QuietCaller,
   record: McpSessionRecord,
   headers: IncomingHttpHeaders,
   body: unknown,
@@ -49,4 +58,23 @@ export function isQuietCall(record: McpSessionRecord, headers: IncomingHttpHeade
   if (version !== undefined && !(SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(String(version)))
     return false;
   return isQuiet(record, body);
+}
+
+/** A tools/call's params as the dispatcher takes them. */
+export interface McpCallParams {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+  _meta?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Whether nothing goes out before the answer to a POST (the MCP session takes no questions, no
+ * request asks for progress with `params._meta.progressToken`): one JSON body, no stream.
+ */
+export function isQuiet(record: McpSessionRecord, body: unknown): boolean {
+  if (record.elicitation) return false;
+  return !(Array.isArray(body) ? body : [body]).some((m) => {
+    const meta = (m as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
+    return meta?.progressToken !== undefined;
+  });
 }

@@ -7,6 +7,7 @@ import type { Dispatcher } from '../../dispatcher.js';
 import type { DispatchEvent } from '../../events/event-bus.js';
 import { McpCallError, runMcpCall } from './mcp-call.js';
 import { answeredBy, approvalOf, inputAnswerOf, mcpToolsOf } from './mcp-mapping.js';
+import { isQuiet, type McpCallParams } from './mcp-quiet-call.js';
 import type { McpCancel, McpSessionRecord, McpSessions } from './mcp-sessions.js';
 import type { McpTasks } from './mcp-tasks.js';
 import { registerTasks2025, TASKS_CAPABILITY_2025 } from './mcp-tasks-2025.js';
@@ -381,25 +382,6 @@ export class McpService {
 export const INSTRUCTIONS =
   'tool-dispatch: every call goes through dedupe, the result cache, the confirm gate and per-run order. ' +
   'Pass _meta["tool-dispatch/run"] to name the run, _meta["tool-dispatch/idempotencyKey"] to make a retry safe.';
-
-/** A tools/call's params as the dispatcher takes them. */
-export interface McpCallParams {
-  name: string;
-  arguments?: Record<string, unknown> | undefined;
-  _meta?: Record<string, unknown> | undefined;
-}
-
-/**
- * Whether nothing goes out before the answer to a POST (the MCP session takes no questions, no
- * request asks for progress with `params._meta.progressToken`): one JSON body, no stream.
- */
-export function isQuiet(record: McpSessionRecord, body: unknown): boolean {
-  if (record.elicitation) return false;
-  return !(Array.isArray(body) ? body : [body]).some((m) => {
-    const meta = (m as { params?: { _meta?: Record<string, unknown> } } | null)?.params?._meta;
-    return meta?.progressToken !== undefined;
-  });
-}
 
 const inFlightKey = (mcpSession: string, requestId: string | number) =>
   `${mcpSession}\u0000${JSON.stringify(requestId)}`;
