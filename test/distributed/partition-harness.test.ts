@@ -47,25 +47,46 @@ describe('the partition harness', () => {
     await net.heal(ns);
     expect(await pingFromNamespace()).toBe('+PONG');
   });
+});
 
-  it('removes what a crashed run left (its namespace, host end, Redis) at the next start', async () => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=td-source', '--import', 'tsx', 'test/support/netns-crash-child.ts'],
-      {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    const line = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      child.stdout?.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('\n')) resolve(out.trim());
-      });
-      child.once('exit', (code) => reject(new Error(`the crashing run exited early (${code}): ${out}`)));
+/** Starts netns-crash-child.ts (a namespace and Redis, then waits); resolves with it and what it made. */
+async function startChild() {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=td-source', '--import', 'tsx', 'test/support/netns-crash-child.ts'],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(out.trim());
     });
-    const [, name, hostIf, port] = line.split(' ');
+    child.once('exit', (code) => reject(new Error(`the child run exited early (${code}): ${out}`)));
+  });
+  const [, name, hostIf, port] = line.split(' ') as [string, string, string, string];
+  return { child, name, hostIf, port };
+}
+
+describe('the partition harness on a signal', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('removes everything at once when its run gets %s', async (signal) => {
+    const { child, name, hostIf, port } = await startChild();
+    expect((await run('ip', ['netns', 'list'])).stdout).toContain(name);
+    const exited = new Promise((r) => child.once('exit', (_code, sig) => r(sig)));
+    child.kill(signal);
+    expect(await exited).toBe(signal);
+    expect((await run('ip', ['netns', 'list'])).stdout).not.toContain(name);
+    expect((await run('ip', ['-o', 'link', 'show'])).stdout).not.toContain(`${hostIf}@`);
+    expect((await run('ss', ['-ltnpH', `sport = :${port}`])).stdout).not.toContain('redis-server');
+  });
+});
+
+describe('the partition harness after a crash or close', () => {
+  it('removes what a crashed run left (its namespace, host end, Redis) at the next start', async () => {
+    const { child, name, hostIf, port } = await startChild();
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;
