@@ -30,6 +30,7 @@ export {
   MAX_STALLED,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
+  PLACE_LEASE_MS,
   parseAskMessage,
   parseInputReply,
   parseOutcome,

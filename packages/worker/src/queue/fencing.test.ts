@@ -1,4 +1,5 @@
 import { failedOutcome } from '@tool-dispatch/shared';
+import { JOB_LOCK_MS, PLACE_LEASE_MS } from '@tool-dispatch/shared/redis';
 import type { Job, Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FencedAbort, isFenced } from '../support/fenced.js';
@@ -39,6 +40,15 @@ const job = (id: string) => ({ id, processedOn: Date.now() }) as Job;
 const tick = () => new Promise((r) => setTimeout(r, 30));
 
 describe('JobFence', () => {
+  it('keeps a cut-off worker’s running time (fence + one check) inside the lock with 2 s to spare, and far inside the places’ lease', () => {
+    const t = fenceTimingOf(JOB_LOCK_MS);
+    const runsOnMs = t.fenceAfterMs + t.checkEveryMs;
+    // Redis's clock and the worker's may differ in rate by 1e-3 (docs/operations.md, Partitions).
+    expect(JOB_LOCK_MS * (1 - 1e-3) - runsOnMs).toBeGreaterThan(2_000);
+    expect(PLACE_LEASE_MS).toBeGreaterThan(JOB_LOCK_MS);
+    expect(PLACE_LEASE_MS - runsOnMs).toBeGreaterThan(10_000);
+  });
+
   it('keeps fencing strictly inside the lock: renewals at a fifth of it, the fence at half', () => {
     expect(fenceTimingOf(5_000)).toMatchObject({ renewEveryMs: 1_000, fenceAfterMs: 2_500 });
     const t = fenceTimingOf(2_000);

@@ -8,7 +8,8 @@ import type { Pending } from './pending.js';
  * The outcome a call is answered with when the safety net decided it (lookUpPending): its verdict
  * recorded under the call's outcome key first, or the outcome a worker recorded there before it
  * (recordVerdict: first write wins), so what the coordinator answers is what the key holds and a
- * late worker's report is refused.
+ * late worker's report is refused. The one place the coordinator writes its own verdict to a
+ * call's outcome: a change of how outcomes are stored changes this function and its script only.
  */
 export async function standingOutcome(
   context: { redis: RedisClient; keys: RedisKeys },
