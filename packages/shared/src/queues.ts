@@ -79,8 +79,20 @@ export interface DeploymentRecord {
   at: number;
 }
 
-/** Lock of an active job; a worker that dies loses it after this long (BullMQ `lockDuration`). */
+/**
+ * Lock of an active job; a worker that dies loses it after this long (BullMQ `lockDuration`). A
+ * worker cut off from Redis stops the job's calls itself at half of it after its last renewal
+ * that succeeded (worker queue/fencing.ts), so it must stay below the run's places' lease
+ * (PLACE_LEASE_MS): docs/operations.md, "Partitions".
+ */
 export const JOB_LOCK_MS = 5_000;
+/**
+ * How long a run's place or serial turn outlives its coordinator's last renewal (renewed a third
+ * of it at a time): three coordinator leases, so a coordinator taking a dead one's rounds over
+ * finds their places held; and far above the time a worker cut off from Redis can go on running
+ * a call (half of JOB_LOCK_MS and its kill).
+ */
+export const PLACE_LEASE_MS = 15_000;
 /** How often workers look for jobs whose lock expired (BullMQ `stalledInterval`). */
 export const STALLED_INTERVAL_MS = 5_000;
 /**

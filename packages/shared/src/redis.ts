@@ -34,6 +34,7 @@ export {
   MAX_STARTS_REASON,
   OUTCOME_AFTER_COMMIT_TTL_MS,
   OUTCOME_TTL_MS,
+  PLACE_LEASE_MS,
   parseAskMessage,
   parseInputReply,
   parseOutcome,

@@ -36,6 +36,7 @@ import {
 } from '@tool-dispatch/shared/tracing';
 import type { HandlerRegistry } from './registry.js';
 import { type DeadlineSignal, isDeadlineAbort, withDeadline } from './support/abort.js';
+import { isFenced } from './support/fenced.js';
 import { errorMessage } from './support/node-error.js';
 import { applyResultBudget, type Budgeted } from './support/result-budget.js';
 
@@ -166,7 +167,10 @@ async function runUntraced(
     const grace = new Promise<'still running'>((resolve) => {
       graceTimer = setTimeout(() => resolve('still running'), options.settleGraceMs ?? SETTLE_GRACE_MS);
     });
-    const after = first === 'aborted' ? await Promise.race([settled, grace]) : first;
+    // A fenced call (its worker lost its hold on it) is waited for to its end, with no grace bound:
+    // its place counts as free only once it is dead (run_command: its sandbox killed and empty).
+    const waitFor = isFenced(signal.reason) ? settled : Promise.race([settled, grace]);
+    const after = first === 'aborted' ? await waitFor : first;
     const cancelled = signal.aborted && !isDeadlineAbort(signal);
     return reportStopped({ name: job.name, timeoutMs, cancelled, after, fail });
   } finally {

@@ -1,6 +1,6 @@
 // long-file: acquire, release, renew and the wake-ups share one per-tick batching state and the waiters of this process; split, each part would need the others' private fields.
 import { newId } from '@tool-dispatch/shared';
-import { type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
+import { PLACE_LEASE_MS, type RedisKeys, redisKeys, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { RunPlacesAsk, RunPlacesGive } from '../model.js';
 import type { LimitNow } from '../rules/named-limits.js';
 import { getOrCreate } from '../support/maps.js';
@@ -23,8 +23,9 @@ export interface RedisLimitsOptions {
   /** This coordinator's id: its places are named after it. */
   owner?: string;
   /**
-   * How long a place or a turn outlives its coordinator's last renewal (default 15 s: three
-   * coordinator leases, so a coordinator taking a dead one's rounds over finds their places held).
+   * How long a place or a turn outlives its coordinator's last renewal (default PLACE_LEASE_MS,
+   * 15 s: three coordinator leases, so a coordinator taking a dead one's rounds over finds their
+   * places held).
    */
   leaseMs?: number;
   /** Infrastructure errors (a release or renewal Redis refused); the lease puts such places right. */
@@ -73,7 +74,7 @@ export class RedisLimits implements Limits {
     this.redis = options.redis;
     this.keys = redisKeys(options.prefix);
     this.owner = options.owner ?? newId('coord');
-    this.leaseMs = options.leaseMs ?? 15_000;
+    this.leaseMs = options.leaseMs ?? PLACE_LEASE_MS;
     this.keyTtlMs = Math.max(60_000, this.leaseMs * 10);
     this.onError = options.onError ?? (() => {});
     this.releases = new ReleaseBatches(this.redis, (base) => this.wake(base), this.onError);

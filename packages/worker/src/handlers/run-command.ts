@@ -8,6 +8,7 @@ import type { Confined, Sandbox } from '../sandbox/sandbox.js';
 import { abortError } from '../support/abort.js';
 import { optionalPositiveInt, requireString } from '../support/args.js';
 import { CappedText } from '../support/capped-text.js';
+import { isFenced } from '../support/fenced.js';
 import { resolveInWorkspace } from '../support/workspace.js';
 
 /** After SIGTERM, how long the command's processes get to exit before SIGKILL. */
@@ -99,7 +100,8 @@ async function supervise(
       throw overMemory(memoryMb, partial());
     }
     if (ended === 'stopped') {
-      await confined.kill(KILL_GRACE_MS);
+      // A fenced call (its worker lost its hold on it) is killed at once: its place may soon be someone else's.
+      await confined.kill(isFenced(signal.reason) ? 0 : KILL_GRACE_MS);
       if (stop.signal.reason === 'timeout') {
         throw new ToolError(
           'timeout',

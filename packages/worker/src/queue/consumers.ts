@@ -11,6 +11,7 @@ import {
   shardQueueNames,
 } from '@tool-dispatch/shared/redis';
 import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { fenceTimingOf, JobFence } from './fencing.js';
 import type { TakenCarrier } from './run-queued-job.js';
 import type { WatchedConsumer } from './stuck-consumers.js';
 
@@ -59,15 +60,23 @@ export function startConsumers(context: ConsumersContext): WatchedConsumer[] {
 }
 
 function consumerOf(context: ConsumersContext, queue: QueueClass, name: string, concurrency: number): WatchedConsumer {
+  const timing = fenceTimingOf(context.lockDurationMs);
   const make = (): Worker => {
-    const worker = new Worker(
+    // Asked only after a refused renewal: does Redis still have the job (its hash)?
+    const fence: JobFence = new JobFence(timing, async (id: string): Promise<boolean> => {
+      return (await context.redis.exists(worker.toKey(id))) === 1;
+    });
+    const worker: Worker = new Worker(
       name,
       async function takeJob(bullJob: Job, _token?: string, signal?: AbortSignal) {
         consumer.active++;
         consumer.takenAt = Date.now();
+        // Stopped by BullMQ (its signal) or by the fence: a lock this worker could not renew.
+        const fenced = fence.track(bullJob);
         try {
-          return await processJob(context, queue, bullJob, signal);
+          return await processJob(context, queue, bullJob, signal ? AbortSignal.any([signal, fenced]) : fenced);
         } finally {
+          fence.untrack(bullJob);
           consumer.active--;
         }
       },
@@ -78,6 +87,8 @@ function consumerOf(context: ConsumersContext, queue: QueueClass, name: string, 
         name: context.id,
         concurrency,
         lockDuration: context.lockDurationMs,
+        // Renewed often enough that a fence well before the lock's end never stops a healthy worker.
+        lockRenewTime: timing.renewEveryMs,
         stalledInterval: context.stalledIntervalMs,
         // DESIGN.md failure semantics: concurrent calls are retried once on worker death, serial never.
         maxStalledCount: MAX_STALLED[queue],
@@ -88,6 +99,8 @@ function consumerOf(context: ConsumersContext, queue: QueueClass, name: string, 
         ...drainDelayOf(commandTimeoutOf(context.redis)),
       },
     );
+    fence.watch(worker);
+    worker.on('closed', () => fence.close());
     worker.on('error', context.onError);
     worker.on('failed', function reportFailedJob(bullJob, error) {
       if (bullJob) context.onFailed(bullJob, error);

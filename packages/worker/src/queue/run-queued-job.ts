@@ -2,6 +2,8 @@ import type { ExecJob, ExecOutcome, QueueClass } from '@tool-dispatch/shared';
 import { failedOutcome } from '@tool-dispatch/shared';
 import { callIdFor, parseOutcome, type QueuedJob, tryParseJson } from '@tool-dispatch/shared/redis';
 import type { Job } from 'bullmq';
+import { isFenced } from '../support/fenced.js';
+import { fencedOutcome, reportWhenReachable } from './fencing.js';
 import { StartCallsStatus } from './lua/startCalls-n2n.lua.js';
 import type { CallRef, CallStart, ReportFn } from './reporter.js';
 import type { RunningCalls } from './running-calls.js';
@@ -75,10 +77,16 @@ export async function runQueuedJob(
     // Every call runs to its end even when a sibling's report fails; then the job fails with it.
     const settled = await Promise.allSettled(
       calls.map(async function runOneCall(c, i) {
-        const outcome = await outcomeOf(context, c, starts[i], queued, carrier);
-        if (!outcome) return;
-        outcomes[c.callId] = outcome.outcome;
-        await report(c, outcome.outcome, { recorded: outcome.recorded });
+        const found = await outcomeOf(context, c, starts[i], queued, carrier);
+        if (!found) return;
+        // A call its fence stopped (queue/fencing.ts), once its handler ended (its sandbox gone),
+        // ends worker_lost, reported once Redis is back, serial or concurrent alike: first write
+        // wins, so a read its stalled job ran again elsewhere keeps whichever outcome came first,
+        // and one nobody ran again is still answered.
+        const outcome = found.recorded ? found.outcome : fencedOutcome(c.stop.signal, found.outcome, c.job);
+        outcomes[c.callId] = outcome;
+        const send = () => report(c, outcome, { recorded: found.recorded });
+        await send().catch((e: unknown) => (isFenced(signal.reason) ? reportWhenReachable(send) : Promise.reject(e)));
       }),
     );
     const failed = settled.find((r) => r.status === 'rejected');

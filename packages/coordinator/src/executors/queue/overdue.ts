@@ -12,6 +12,7 @@ import {
 } from '@tool-dispatch/shared/redis';
 import type { Job, Queue } from 'bullmq';
 import { MAX_RESENDS, notStarted, type Pending } from './pending.js';
+import { standingOutcome } from './verdicts.js';
 
 /** What the safety net needs: Redis, the queues, which calls still wait, and how long past a deadline to wait. */
 export interface LookUpContext {
@@ -37,10 +38,17 @@ export type LookUpVerdict = ExecOutcome | typeof RESEND | undefined;
  * before it started (lostBeforeStart), else undefined (wait on).
  */
 export async function lookUpPending(context: LookUpContext, entry: Pending, now: number): Promise<LookUpVerdict> {
-  const { job, callId } = entry;
-  const [value = null] = await readOutcomes(context.redis, context.keys, entry.origin, [callId]);
+  const [value = null] = await readOutcomes(context.redis, context.keys, entry.origin, [entry.callId]);
   const recorded = parseOutcome(tryParseJson(value));
   if (recorded) return recorded;
+  const verdict = await verdictOn(context, entry, now, value);
+  // A verdict is recorded before it is the answer, so a worker's late report of the call is refused.
+  return verdict && verdict !== RESEND ? standingOutcome(context, entry, verdict) : verdict;
+}
+
+/** The safety net's own verdict on a call with no outcome recorded (its outcome field holds `value`). */
+async function verdictOn(context: LookUpContext, entry: Pending, now: number, value: string | null) {
+  const { job, callId } = entry;
   // The job running the call names itself in the outcome field; before it starts, the job we enqueued.
   const carrierId = value?.startsWith(RUNNING_MARK) ? value.slice(RUNNING_MARK.length) : (entry.carrier?.id ?? callId);
   const queue = context.queueOf(job.queue, entry.shard);
