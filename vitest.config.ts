@@ -29,7 +29,12 @@ export default defineConfig({
           name: 'system',
           include: ['test/**/*.test.ts'],
           // The Jaeger test needs Go: `pnpm test:jaeger` runs it (test/jaeger/vitest.config.ts).
-          exclude: [...configDefaults.exclude, 'test/jaeger/**'],
+          // cluster-away runs in `pnpm test:long` only, until its stall is found (docs/testing.md).
+          exclude: [
+            ...configDefaults.exclude,
+            'test/jaeger/**',
+            ...(process.env.TD_LONG === '1' ? [] : ['test/distributed/cluster-away.test.ts']),
+          ],
         },
       },
     ],

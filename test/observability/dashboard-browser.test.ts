@@ -107,15 +107,16 @@ describe('when a browser opens the dashboard with TD_API_TOKEN set', () => {
       await page.goto(
         `${stack.coordinator.url}/admin/queues/queue/${encodeURIComponent(prefixed(cls))}?status=completed`,
       );
+      // A loaded machine (the CI suite at load 14) drew the page in more than playwright's 30 s.
       await page
         .getByText(/run_command|calculate/)
         .first()
-        .waitFor();
+        .waitFor({ timeout: 60_000 });
       return page.getByRole('button', { name: /retry/i }).count();
     };
     expect(await jobPage('concurrent')).toBeGreaterThan(0);
     expect(await jobPage('serial')).toBe(0);
-  });
+  }, 150_000);
 
   it('refuses a retry of the serial queue through the API, with the cookie', async () => {
     const queue = encodeURIComponent(prefixed('serial'));
