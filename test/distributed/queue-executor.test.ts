@@ -493,6 +493,26 @@ describe('QueueExecutor with two workers', () => {
       expect(await redis.exists(redisKeys(prefix).outcomes('c-two', j.round))).toBe(0);
     });
 
+    it('runs a concurrent call whose field holds the mark of a job whose add failed (the mark went through)', async () => {
+      // The first coordinator marked the call as carried by a job that mixed it with another round's
+      // call, and the add of that job timed out (its Redis primary away): no such job exists. The
+      // round carried on (resumed or taken over) travels in a job of its own, whose start check
+      // must take the call over, not leave it to the job that never was.
+      const prefix = randomPrefix();
+      await worker(prefix, 'w-a');
+      const second = await executor(prefix, { coordinatorId: 'c-two', overdueGraceMs: 100 });
+      const file = path.join(dir, `${prefix}-stale-mark.log`);
+      const j = job('test_side_effect', { ms: 10, file, tag: 'stale' }, { origin: 'c-one', timeoutMs: 1_000 });
+      const redis = new Redis(server.url);
+      closers.push(async () => redis.disconnect());
+      const field = outcomeAt(redis, redisKeys(prefix), 'c-one', callIdFor(j.round, j.callIndex));
+      await field.set(`${RUNNING_MARK}${callIdFor(j.round, j.callIndex)}+rnd_other-0`);
+      const outcome = await second.execute(j, never());
+      expect(outcome).toMatchObject({ status: 'ok', ranOn: 'w-a' });
+      expect((await lines(file)).filter((l) => l.startsWith('start'))).toHaveLength(1);
+      expect(JSON.parse((await field.get()) ?? 'null')).toEqual(outcome);
+    });
+
     it('does not run a call the original coordinator cancelled before it started', async () => {
       const prefix = randomPrefix();
       await worker(prefix, 'w-a', 4, 1);

@@ -120,6 +120,31 @@ describe('Reporter', () => {
     expect(await redis.exists(keys.legacyOutcome('c-1', ref(2).callId))).toBe(0);
   });
 
+  describe("a concurrent call holding another job's running mark", () => {
+    /** A job hash as BullMQ keeps it (`<prefix>:<queue>:<id>`): the job exists. */
+    const jobExists = (keys: ReturnType<typeof redisKeys>, queueName: string, id: string) =>
+      redis.hset(`${keys.prefix}:${queueName}:${id}`, 'name', 'calculate');
+
+    it('is taken over and run when that job does not exist (its add failed after the mark went through)', async () => {
+      const { reporter, ref, keys } = setUp(2);
+      await outcomeAt(redis, keys, 'c-1', ref(0).callId).set(`${RUNNING_MARK}job-never-added`);
+      await outcomeAt(redis, keys, 'c-1', ref(1).callId).set(`${RUNNING_MARK}job-there`);
+      await jobExists(keys, '{concurrent}', 'job-there');
+      const starts = await reporter.start([ref(0), ref(1)], 'job-2', 'concurrent', '{concurrent}');
+      expect(starts).toEqual(['run', 'elsewhere']);
+      expect(await outcomeAt(redis, keys, 'c-1', ref(0).callId).get()).toBe(`${RUNNING_MARK}job-2`);
+      expect(await outcomeAt(redis, keys, 'c-1', ref(1).callId).get()).toBe(`${RUNNING_MARK}job-there`);
+    });
+
+    it('is left to that job without the queue to look in, and always for a serial call', async () => {
+      const { reporter, ref, keys } = setUp(1);
+      await outcomeAt(redis, keys, 'c-1', ref(0).callId).set(`${RUNNING_MARK}job-never-added`);
+      expect(await reporter.start([ref(0)], 'job-2', 'concurrent')).toEqual(['elsewhere']);
+      expect(await reporter.start([ref(0)], 'job-2', 'serial', '{serial}')).toEqual(['elsewhere']);
+      expect(await outcomeAt(redis, keys, 'c-1', ref(0).callId).get()).toBe(`${RUNNING_MARK}job-never-added`);
+    });
+  });
+
   it('never runs a serial call again that the same job started before (its outcome lost): worker_lost; a concurrent one runs', async () => {
     const { reporter, ref } = setUp(1);
     expect(await reporter.start([ref(0)], 'job-1', 'serial')).toEqual(['run']);

@@ -29,6 +29,7 @@ import {
   StartCallsStatus,
   startCallsScript,
 } from './lua/startCalls-n2n.lua.js';
+import { claimStaleMarks, withoutJobId } from './stale-marks.js';
 
 /** How long a report is sent again while Redis refuses it (a failover: the cluster's node timeout and an election). */
 const REPORT_PATIENCE_MS = 15_000;
@@ -97,18 +98,29 @@ export class Reporter {
    * `worker_lost`. With TD_REDIS_REPLICA_ACKS, a serial call runs only once its mark is
    * acknowledged by the replicas; else it ends `error`/`unavailable`, not run (API.md v1.2).
    */
-  async start(calls: readonly CallRef[], carrierId: string, queue: QueueClass): Promise<(CallStart | undefined)[]> {
+  async start(
+    calls: readonly CallRef[],
+    carrierId: string,
+    queue: QueueClass,
+    /** The job's BullMQ queue: with it, a concurrent call holding a vanished job's mark is taken over (claimStaleMarks). */
+    queueName?: string,
+  ): Promise<(CallStart | undefined)[]> {
     const replies: (CallStart | undefined)[] = new Array(calls.length);
     const startInNamespace = async ([origin, indexes]: [string, number[]]) => {
       const refs = indexes.map((i) => calls[i] as CallRef);
       const { keys: hashes, at } = groupSlots(refs.map((c) => outcomeSlot(this.keys, origin, c.callId)));
       const keys = [...hashes];
       const args: (string | number)[] = [RUNNING_MARK + carrierId, OUTCOME_TTL_MS, hashes.length];
+      const fields = refs.map((c) => splitCallId(c.callId).callIndex);
       refs.forEach((c, k) => {
         keys.push(this.keys.cancel(origin, c.callId), this.keys.legacyOutcome(origin, c.callId));
-        args.push(at[k] as number, splitCallId(c.callId).callIndex);
+        args.push(at[k] as number, fields[k] as number);
       });
-      const got: CallStart[] = parseStartCallsReply(await runScript(this.redis, startCallsScript, keys, args));
+      const replied = parseStartCallsReply(await runScript(this.redis, startCallsScript, keys, args));
+      const got: CallStart[] =
+        queue === 'concurrent' && queueName !== undefined
+          ? await claimStaleMarks(this.redis, this.keys, { hashes, at, fields }, replied, carrierId, queueName)
+          : replied.map(withoutJobId);
       if (queue === 'serial') await this.sideEffectStarts(got, hashes[0] as string);
       indexes.forEach((callIndex, k) => {
         const reply = got[k];

@@ -35,6 +35,7 @@ export interface RunQueuedJobContext {
     calls: readonly CallRef[],
     carrierId: string,
     queue: QueueClass,
+    queueName?: string,
   ) => Promise<(CallStart | undefined)[]>;
   /** Reports for one job (outcomes of one tick go out together). */
   readonly reportFor: (queued: QueuedJob, carrierId: string) => ReportFn;
@@ -72,7 +73,7 @@ export async function runQueuedJob(
   const report = context.reportFor(queued, carrier.id);
   try {
     const starts: (CallStart | undefined)[] = checkStart
-      ? await context.start(calls, carrier.id, queued.calls[0]?.queue ?? 'serial')
+      ? await context.start(calls, carrier.id, queued.calls[0]?.queue ?? 'serial', carrier.queueName)
       : calls.map(() => StartCallsStatus.Run);
     // Every call runs to its end even when a sibling's report fails; then the job fails with it.
     const settled = await Promise.allSettled(

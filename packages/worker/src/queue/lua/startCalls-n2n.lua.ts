@@ -15,7 +15,7 @@ export const startCallsScript = defineScript(
   ARGV[2+2c] ARGV[3+2c] call c's hash (h) and field
   Returns one reply per call: the recorded outcome JSON; "cancelled"; "run" (marked running by
   this job now); "again" (marked running by this job already: a delivery before this one started
-  it, its outcome unknown); "elsewhere" (another job's running mark).
+  it, its outcome unknown); "elsewhere <job id>" (another job's running mark, naming that job).
 ]]
 local m = tonumber(ARGV[3])
 local out = {}
@@ -37,7 +37,7 @@ for c = 1, (#KEYS - m) / 2 do
   elseif v == ARGV[1] then
     table.insert(out, 'again')
   else
-    table.insert(out, 'elsewhere')
+    table.insert(out, 'elsewhere ' .. string.sub(v, 9))
   end
 end
 for h = 1, m do
@@ -55,19 +55,25 @@ export type StartCallsStatus = (typeof StartCallsStatus)[keyof typeof StartCalls
 /** One call's start: a tag, or the outcome recorded before (its JSON, undecoded). */
 export type StartCallReply = StartCallsStatus | { recorded: string };
 
+/** One call's start as the script says it: a tag, the outcome recorded before, or the other job whose running mark it holds. */
+export type StartCallsScriptReply = Exclude<StartCallReply, typeof StartCallsStatus.Elsewhere> | { elsewhere: string };
+
+const ELSEWHERE_PREFIX = `${StartCallsStatus.Elsewhere} `;
+
 /** startCalls's reply as its header states it, one per call, or an error naming the script and what came back. */
-export function parseStartCallsReply(reply: unknown): StartCallReply[] {
+export function parseStartCallsReply(reply: unknown): StartCallsScriptReply[] {
   if (Array.isArray(reply) && reply.every((v): v is string => typeof v === 'string')) {
     return reply.map(toStartCallReply);
   }
-  throw startCallsScript.unexpectedReply('a list of "run", "again", "cancelled", "elsewhere" or outcome JSON', reply);
+  throw startCallsScript.unexpectedReply(
+    'a list of "run", "again", "cancelled", "elsewhere <job id>" or outcome JSON',
+    reply,
+  );
 }
 
-function toStartCallReply(value: string): StartCallReply {
-  const isTag =
-    value === StartCallsStatus.Run ||
-    value === StartCallsStatus.Again ||
-    value === StartCallsStatus.Cancelled ||
-    value === StartCallsStatus.Elsewhere;
-  return isTag ? value : { recorded: value };
+function toStartCallReply(value: string): StartCallsScriptReply {
+  if (value === StartCallsStatus.Run || value === StartCallsStatus.Again || value === StartCallsStatus.Cancelled)
+    return value;
+  if (value.startsWith(ELSEWHERE_PREFIX)) return { elsewhere: value.slice(ELSEWHERE_PREFIX.length) };
+  return { recorded: value };
 }

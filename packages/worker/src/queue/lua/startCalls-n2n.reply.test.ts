@@ -2,8 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { parseStartCallsReply } from './startCalls-n2n.lua.js';
 
 describe('parseStartCallsReply', () => {
-  it("reads each call's tag: run, cancelled or elsewhere", () => {
-    expect(parseStartCallsReply(['run', 'cancelled', 'elsewhere'])).toEqual(['run', 'cancelled', 'elsewhere']);
+  it("reads each call's tag: run, again, cancelled, or elsewhere with the job whose mark it holds", () => {
+    expect(parseStartCallsReply(['run', 'again', 'cancelled', 'elsewhere rnd_1-0.1'])).toEqual([
+      'run',
+      'again',
+      'cancelled',
+      { elsewhere: 'rnd_1-0.1' },
+    ]);
   });
 
   it('reads any other string as the outcome recorded before, undecoded', () => {
