@@ -29,12 +29,7 @@ export default defineConfig({
           name: 'system',
           include: ['test/**/*.test.ts'],
           // The Jaeger test needs Go: `pnpm test:jaeger` runs it (test/jaeger/vitest.config.ts).
-          // cluster-away runs in `pnpm test:long` only, until its stall is found (docs/testing.md).
-          exclude: [
-            ...configDefaults.exclude,
-            'test/jaeger/**',
-            ...(process.env.TD_LONG === '1' ? [] : ['test/distributed/cluster-away.test.ts']),
-          ],
+          exclude: [...configDefaults.exclude, 'test/jaeger/**'],
         },
       },
     ],

@@ -83,8 +83,10 @@ it.each([0, 1, 2])(
         Promise.race([p, sleep(ANSWER_AFTER_BACK_MS).then(() => ({ status: -1, text: 'no answer', at: Date.now() }))]),
       ),
     );
+    // How often a round failed part way and was resumed (its enqueue timed out on the primary away, say).
+    const resumed = cs.service.logTail(100_000).match(/resuming round .* failed part way/g)?.length ?? 0;
     console.log(
-      `[cluster-away] primary ${primary} down ${backAt - sentAt} ms: ${answers.map((a) => `${a.status} after ${a.at - sentAt} ms`).join(', ')}`,
+      `[cluster-away] primary ${primary} down ${backAt - sentAt} ms: ${answers.map((a) => `${a.status} after ${a.at - sentAt} ms`).join(', ')}; rounds resumed so far ${resumed}`,
     );
     for (const [i, a] of answers.entries()) {
       if (a.status !== -1) continue;
