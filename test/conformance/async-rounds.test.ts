@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 import { until } from '../support/until.js';
 import { type Answer, Api, type Call, direct, type RoundAnswer, uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
-import { overRedis, startExtraCoordinator, stopGroup } from './service.js';
+import { markedSeconds, overRedis, pidsWithArg, startExtraCoordinator, stopGroup } from './service.js';
 
 // API.md v1.3 "Rounds that outlive their request": Prefer: respond-async, GET .../rounds/{round}
 // with its states, wait and format views, Idempotency-Key, tenants, retention, a cancel, and a
@@ -171,16 +171,25 @@ describeModes('async rounds', (mode) => {
     expect(anthropic.content).toHaveLength(1);
   }, 120_000);
 
-  it('a cancel (DELETE the run) ends the running round: its answer has the call cancelled', async () => {
+  it('a cancel (DELETE the run) ends the running round: its answer has the call cancelled, its command’s process gone', async () => {
     const s = await session();
     const run = uid('run');
-    const round = accepted(await as().postRound(s, run, [sleepCmd(60)], { headers: ASYNC }));
+    const marked = markedSeconds(60);
+    const round = accepted(
+      await as().postRound(s, run, [direct('run_command', { command: `sleep ${marked}; echo slept` })], {
+        headers: ASYNC,
+      }),
+    );
     await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+    await until(async () => (pidsWithArg(marked).length > 0 ? true : undefined), { what: 'the command’s sleep' });
     const cancelled = await as().request('DELETE', `/v1/sessions/${s}/runs/${run}`);
     expect(cancelled.status, cancelled.text).toBe(200);
     const done = await get(s, run, round, 'wait=60000');
     expect(done.status, done.text).toBe(200);
     expect(done.json.results[0]).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      what: 'the command’s sleep gone',
+    });
   }, 120_000);
 
   it('404 for an unknown round and for another tenant’s session; 400 naming wait for a bad wait', async () => {
@@ -218,9 +227,12 @@ describeModes('async rounds', (mode) => {
       try {
         const s = await session();
         const run = uid('run');
-        const round = accepted(await as('a', second.base).postRound(s, run, [sleepCmd(3)], { headers: ASYNC }));
-        // Running on the accepting coordinator, seen from the other one.
+        const calls = [sleepCmd(3)];
+        const headers = { ...ASYNC, 'idempotency-key': uid('k') };
+        const round = accepted(await as('a', second.base).postRound(s, run, calls, { headers }));
+        // Running on the accepting coordinator, seen from the other one; a retry there is the same round.
         await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+        expect(accepted(await as().postRound(s, run, calls, { headers }))).toBe(round);
         second.group.signal('SIGKILL');
         await second.group.exited;
         let done: Answer | undefined;
@@ -228,6 +240,12 @@ describeModes('async rounds', (mode) => {
         expect(done?.status, done?.text).toBe(200);
         expect(done?.json.results[0]).toMatchObject({ status: 'ok', output: { stdout: 'slept\n' } });
         expect((await get(s, run, round)).json).toEqual(done?.json);
+        // The retry under the key after it: the same stored answer, async or waiting.
+        const again = await as().postRound(s, run, calls, { headers });
+        expect([again.status, again.json]).toEqual([200, done?.json]);
+        expect(await as().round(s, run, calls, { headers: { 'idempotency-key': headers['idempotency-key'] } })).toEqual(
+          done?.json,
+        );
       } finally {
         await stopGroup(second.group);
       }
