@@ -103,6 +103,27 @@ describeModes('async rounds', (mode) => {
     expect(stable(fresh)).toEqual(stable(done.json));
   }, 120_000);
 
+  it('emits the same events for a handed-over round as for a waiting one, round.started to round.completed', async () => {
+    const s = await session();
+    const tap = await as().events(s);
+    try {
+      const calls = () => [direct('calculate', { expression: '6*7' }), sleepCmd(1)];
+      const waited = (await as().round(s, uid('run'), calls())).round;
+      const handed = accepted(await as().postRound(s, uid('run'), calls(), { headers: ASYNC }));
+      const of = (round: string) => tap.events.filter((e) => e.data?.round === round).map((e) => e.name);
+      await tap.waitFor(() => of(handed).includes('round.completed'), 60_000);
+      await tap.waitFor(() => of(waited).includes('round.completed'), 60_000);
+      for (const names of [of(waited), of(handed)]) {
+        expect(names[0]).toBe('round.started');
+        expect(names.at(-1)).toBe('round.completed');
+      }
+      expect([...of(handed)].sort()).toEqual([...of(waited)].sort());
+      expect(of(handed).filter((n) => n === 'tool.result')).toHaveLength(2);
+    } finally {
+      tap.close();
+    }
+  }, 120_000);
+
   it('holds a wait until the round commits: woken by the commit, not by the wait running out', async () => {
     const s = await session();
     const run = uid('run');
