@@ -243,6 +243,23 @@ describeModes('async rounds', (mode) => {
   }, 120_000);
 
   if (overRedis(mode)) {
+    it('a wait on one coordinator is woken by the commit of the round another coordinator runs', async () => {
+      const second = await startExtraCoordinator(f.service, 'coordinator-async-wait');
+      try {
+        const s = await session();
+        const run = uid('run');
+        const round = accepted(await as('a', second.base).postRound(s, run, [sleepCmd(3)], { headers: ASYNC }));
+        await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+        // Unwoken, this wait would run its whole minute and answer 202.
+        const done = await get(s, run, round, 'wait=60000');
+        expect(done.status, done.text).toBe(200);
+        expect(done.json.results[0]).toMatchObject({ status: 'ok', output: { stdout: 'slept\n' } });
+        expect((await get(s, run, round, '', as('a', second.base))).json).toEqual(done.json);
+      } finally {
+        await stopGroup(second.group);
+      }
+    }, 180_000);
+
     it('the accepting coordinator SIGKILLed mid-round: another finishes it, and any coordinator answers 200, the same every time', async () => {
       const second = await startExtraCoordinator(f.service, 'coordinator-async');
       try {
