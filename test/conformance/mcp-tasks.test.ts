@@ -327,6 +327,32 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
     await expect(c.client.experimental.tasks.cancelTask(task.taskId)).rejects.toMatchObject({ code: -32602 });
   });
 
+  if (overRedis(mode))
+    it('a task whose accepting coordinator is SIGKILLed mid-call: another finishes its round, and gives its result', async () => {
+      const third = await startExtraCoordinator(f.service, 'coordinator-mcptasks-killed');
+      try {
+        const c = await connect({ base: third.base });
+        await autoApprove(c.session);
+        const task = await createTask(c.client, 'run_command', { command: 'sleep 3; echo survived' });
+        await until(
+          async () =>
+            (await c.client.experimental.tasks.getTask(task.taskId)).statusMessage === 'running' ? true : undefined,
+          { timeoutMs: 30_000, what: 'the task running' },
+        );
+        third.group.signal('SIGKILL');
+        await third.group.exited;
+        const again = await connect();
+        const result = await again.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+          timeout: 120_000,
+        });
+        expect(result.isError).toBe(false);
+        expect(JSON.stringify(result.content)).toContain('survived');
+        expect((await again.client.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
+      } finally {
+        await stopGroup(third.group);
+      }
+    }, 180_000);
+
   it('forgets a task its ttl after it ended', async () => {
     const c = await connect();
     const task = await createTask(c.client, 'calculate', { expression: '2+3' }, 1500);
