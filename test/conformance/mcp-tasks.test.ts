@@ -284,6 +284,29 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
       { timeoutMs: 20_000, what: 'the task input_required' },
     );
     expect(waiting.statusMessage).toBe('waiting for an answer');
+    // Another token posting an answer under the task's elicitation id: dropped, the question still open.
+    const [input] = (await api().request('GET', `/v1/sessions/${c.session}/inputs`)).json.inputs as Array<{
+      inputId: string;
+    }>;
+    const stranger = await connect({ who: 'b', base: other() });
+    const forged = await fetch(`${other()}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${TOKENS.b.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': stranger.session.slice('mcp-'.length),
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: `td-task:${task.taskId}:input:${input?.inputId}`,
+        result: { action: 'accept', content: { answer: 'red' } },
+      }),
+    });
+    expect(forged.status).toBe(202);
+    const still = (await api().request('GET', `/v1/sessions/${c.session}/inputs`)).json.inputs as unknown[];
+    expect(still).toHaveLength(1);
     const answering = await connect({
       base: other(),
       elicit: async (params) => {
