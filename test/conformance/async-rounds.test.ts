@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 import { until } from '../support/until.js';
 import { type Answer, Api, type Call, direct, type RoundAnswer, uid } from './api.js';
 import { describeModes, useService } from './fixture.js';
-import { overRedis, startExtraCoordinator, stopGroup } from './service.js';
+import { markedSeconds, overRedis, pidsWithArg, startExtraCoordinator, stopGroup } from './service.js';
 
 // API.md v1.3 "Rounds that outlive their request": Prefer: respond-async, GET .../rounds/{round}
 // with its states, wait and format views, Idempotency-Key, tenants, retention, a cancel, and a
@@ -103,6 +103,27 @@ describeModes('async rounds', (mode) => {
     expect(stable(fresh)).toEqual(stable(done.json));
   }, 120_000);
 
+  it('emits the same events for a handed-over round as for a waiting one, round.started to round.completed', async () => {
+    const s = await session();
+    const tap = await as().events(s);
+    try {
+      const calls = () => [direct('calculate', { expression: '6*7' }), sleepCmd(1)];
+      const waited = (await as().round(s, uid('run'), calls())).round;
+      const handed = accepted(await as().postRound(s, uid('run'), calls(), { headers: ASYNC }));
+      const of = (round: string) => tap.events.filter((e) => e.data?.round === round).map((e) => e.name);
+      await tap.waitFor(() => of(handed).includes('round.completed'), 60_000);
+      await tap.waitFor(() => of(waited).includes('round.completed'), 60_000);
+      for (const names of [of(waited), of(handed)]) {
+        expect(names[0]).toBe('round.started');
+        expect(names.at(-1)).toBe('round.completed');
+      }
+      expect([...of(handed)].sort()).toEqual([...of(waited)].sort());
+      expect(of(handed).filter((n) => n === 'tool.result')).toHaveLength(2);
+    } finally {
+      tap.close();
+    }
+  }, 120_000);
+
   it('holds a wait until the round commits: woken by the commit, not by the wait running out', async () => {
     const s = await session();
     const run = uid('run');
@@ -171,16 +192,25 @@ describeModes('async rounds', (mode) => {
     expect(anthropic.content).toHaveLength(1);
   }, 120_000);
 
-  it('a cancel (DELETE the run) ends the running round: its answer has the call cancelled', async () => {
+  it('a cancel (DELETE the run) ends the running round: its answer has the call cancelled, its command’s process gone', async () => {
     const s = await session();
     const run = uid('run');
-    const round = accepted(await as().postRound(s, run, [sleepCmd(60)], { headers: ASYNC }));
+    const marked = markedSeconds(60);
+    const round = accepted(
+      await as().postRound(s, run, [direct('run_command', { command: `sleep ${marked}; echo slept` })], {
+        headers: ASYNC,
+      }),
+    );
     await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+    await until(async () => (pidsWithArg(marked).length > 0 ? true : undefined), { what: 'the command’s sleep' });
     const cancelled = await as().request('DELETE', `/v1/sessions/${s}/runs/${run}`);
     expect(cancelled.status, cancelled.text).toBe(200);
     const done = await get(s, run, round, 'wait=60000');
     expect(done.status, done.text).toBe(200);
     expect(done.json.results[0]).toMatchObject({ status: 'error', error: { code: 'cancelled' } });
+    await until(async () => (pidsWithArg(marked).length === 0 ? true : undefined), {
+      what: 'the command’s sleep gone',
+    });
   }, 120_000);
 
   it('404 for an unknown round and for another tenant’s session; 400 naming wait for a bad wait', async () => {
@@ -213,14 +243,34 @@ describeModes('async rounds', (mode) => {
   }, 120_000);
 
   if (overRedis(mode)) {
+    it('a wait on one coordinator is woken by the commit of the round another coordinator runs', async () => {
+      const second = await startExtraCoordinator(f.service, 'coordinator-async-wait');
+      try {
+        const s = await session();
+        const run = uid('run');
+        const round = accepted(await as('a', second.base).postRound(s, run, [sleepCmd(3)], { headers: ASYNC }));
+        await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+        // Unwoken, this wait would run its whole minute and answer 202.
+        const done = await get(s, run, round, 'wait=60000');
+        expect(done.status, done.text).toBe(200);
+        expect(done.json.results[0]).toMatchObject({ status: 'ok', output: { stdout: 'slept\n' } });
+        expect((await get(s, run, round, '', as('a', second.base))).json).toEqual(done.json);
+      } finally {
+        await stopGroup(second.group);
+      }
+    }, 180_000);
+
     it('the accepting coordinator SIGKILLed mid-round: another finishes it, and any coordinator answers 200, the same every time', async () => {
       const second = await startExtraCoordinator(f.service, 'coordinator-async');
       try {
         const s = await session();
         const run = uid('run');
-        const round = accepted(await as('a', second.base).postRound(s, run, [sleepCmd(3)], { headers: ASYNC }));
-        // Running on the accepting coordinator, seen from the other one.
+        const calls = [sleepCmd(3)];
+        const headers = { ...ASYNC, 'idempotency-key': uid('k') };
+        const round = accepted(await as('a', second.base).postRound(s, run, calls, { headers }));
+        // Running on the accepting coordinator, seen from the other one; a retry there is the same round.
         await untilRound(s, run, round, (r) => stateOf(r, 0) === 'running', 'ran its command');
+        expect(accepted(await as().postRound(s, run, calls, { headers }))).toBe(round);
         second.group.signal('SIGKILL');
         await second.group.exited;
         let done: Answer | undefined;
@@ -228,6 +278,12 @@ describeModes('async rounds', (mode) => {
         expect(done?.status, done?.text).toBe(200);
         expect(done?.json.results[0]).toMatchObject({ status: 'ok', output: { stdout: 'slept\n' } });
         expect((await get(s, run, round)).json).toEqual(done?.json);
+        // The retry under the key after it: the same stored answer, async or waiting.
+        const again = await as().postRound(s, run, calls, { headers });
+        expect([again.status, again.json]).toEqual([200, done?.json]);
+        expect(await as().round(s, run, calls, { headers: { 'idempotency-key': headers['idempotency-key'] } })).toEqual(
+          done?.json,
+        );
       } finally {
         await stopGroup(second.group);
       }

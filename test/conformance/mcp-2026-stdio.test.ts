@@ -45,6 +45,9 @@ async function exercise(extra: Record<string, string>) {
   const { client, asked } = await connect(extra, () => approve);
   try {
     expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    // Tasks are /mcp's only (docs/mcp-server.md): over stdio the extension is not declared.
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    expect(JSON.stringify(client.getServerCapabilities())).not.toContain('io.modelcontextprotocol/tasks');
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toContain('calculate');
     const r = await client.callTool({ name: 'calculate', arguments: { expression: '7*6' } });

@@ -272,6 +272,56 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
     expect((await again.client.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
   });
 
+  it('is input_required while ask_user waits, and answered through tasks/result’s elicitation on the other coordinator', async () => {
+    const asked: Array<Record<string, unknown>> = [];
+    const c = await connect();
+    const task = await createTask(c.client, 'ask_user', { question: 'Which colour?', choices: ['red', 'teal'] });
+    const waiting = await until(
+      async () => {
+        const t = await c.client.experimental.tasks.getTask(task.taskId);
+        return t.status === 'input_required' ? t : undefined;
+      },
+      { timeoutMs: 20_000, what: 'the task input_required' },
+    );
+    expect(waiting.statusMessage).toBe('waiting for an answer');
+    // Another token posting an answer under the task's elicitation id: dropped, the question still open.
+    const [input] = (await api().request('GET', `/v1/sessions/${c.session}/inputs`)).json.inputs as Array<{
+      inputId: string;
+    }>;
+    const stranger = await connect({ who: 'b', base: other() });
+    const forged = await fetch(`${other()}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${TOKENS.b.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': stranger.session.slice('mcp-'.length),
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: `td-task:${task.taskId}:input:${input?.inputId}`,
+        result: { action: 'accept', content: { answer: 'red' } },
+      }),
+    });
+    expect(forged.status).toBe(202);
+    const still = (await api().request('GET', `/v1/sessions/${c.session}/inputs`)).json.inputs as unknown[];
+    expect(still).toHaveLength(1);
+    const answering = await connect({
+      base: other(),
+      elicit: async (params) => {
+        asked.push(params);
+        return { action: 'accept', content: { answer: 'teal' } };
+      },
+    });
+    const result = await answering.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ message: expect.stringContaining('Which colour?') });
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({ answer: 'teal' });
+    expect((await c.client.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
+  });
+
   it('cancels a task: its command’s processes gone, the task cancelled, its result the cancelled call', async () => {
     const c = await connect();
     await autoApprove(c.session);
@@ -299,6 +349,32 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
     // A terminal task cannot be cancelled again.
     await expect(c.client.experimental.tasks.cancelTask(task.taskId)).rejects.toMatchObject({ code: -32602 });
   });
+
+  if (overRedis(mode))
+    it('a task whose accepting coordinator is SIGKILLed mid-call: another finishes its round, and gives its result', async () => {
+      const third = await startExtraCoordinator(f.service, 'coordinator-mcptasks-killed');
+      try {
+        const c = await connect({ base: third.base });
+        await autoApprove(c.session);
+        const task = await createTask(c.client, 'run_command', { command: 'sleep 3; echo survived' });
+        await until(
+          async () =>
+            (await c.client.experimental.tasks.getTask(task.taskId)).statusMessage === 'running' ? true : undefined,
+          { timeoutMs: 30_000, what: 'the task running' },
+        );
+        third.group.signal('SIGKILL');
+        await third.group.exited;
+        const again = await connect();
+        const result = await again.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+          timeout: 120_000,
+        });
+        expect(result.isError).toBe(false);
+        expect(JSON.stringify(result.content)).toContain('survived');
+        expect((await again.client.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
+      } finally {
+        await stopGroup(third.group);
+      }
+    }, 180_000);
 
   it('forgets a task its ttl after it ended', async () => {
     const c = await connect();
@@ -380,6 +456,34 @@ describeModes('MCP tasks (2025-11-25) at /mcp', (mode) => {
     expect(JSON.stringify((done.result as Record<string, unknown>).content)).toContain('ext-approved');
     const hist = await api().history(session);
     expect(hist.find((e) => e.name === 'run_command')?.approval).toMatchObject({ by: 'mcp-client' });
+  });
+
+  it('2026 extension: ask_user is an input_required task at once; tasks/update with the answer completes it', async () => {
+    const session = `ext-ask-${mode}`;
+    await api().putSession(session, { provider: 'mcp' });
+    const c = ext('a', `?session=${session}`);
+    const created = await c.call('ask_user', { question: 'Which colour?', choices: ['red', 'teal'] });
+    expect(created.error).toBeUndefined();
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'input_required' });
+    const taskId = created.result?.taskId as string;
+    const got = await c.get(taskId);
+    const requests = got.result?.inputRequests as Record<string, { method: string; params: Record<string, unknown> }>;
+    const keys = Object.keys(requests);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(/^td-input:/);
+    expect(requests[keys[0] as string]).toMatchObject({
+      method: 'elicitation/create',
+      params: { message: expect.stringContaining('Which colour?'), requestedSchema: { required: ['answer'] } },
+    });
+    // Another token cannot answer it.
+    expect(
+      (await ext('b').update(taskId, { [keys[0] as string]: { action: 'accept', content: { answer: 'red' } } })).error
+        ?.code,
+    ).toBe(-32602);
+    const ack = await c.update(taskId, { [keys[0] as string]: { action: 'accept', content: { answer: 'teal' } } });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    const done = await untilStatus(c, taskId, 'completed');
+    expect((done.result as Record<string, unknown>).structuredContent).toMatchObject({ answer: 'teal' });
   });
 
   it('2026 extension: tasks/cancel ends the call error/cancelled, its command’s processes gone', async () => {

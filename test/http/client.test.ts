@@ -98,6 +98,47 @@ describe('TdClient', () => {
     expect((await waiting).results[0]?.error?.code).toBe('cancelled');
   });
 
+  it('(v1.3) hands a round over with submitRoundAsync and reads it with getRound: states, wait, format, retries, 404', async () => {
+    const s = await session();
+    const run = uid('run');
+    const calls = [rt('run_command', { command: 'true' }, 'gated'), rt('calculate', { expression: '5*5' }, 'calc')];
+    const accepted = await client.submitRoundAsync(s, run, calls, { idempotencyKey: 'ka' });
+    if (accepted.status !== 'running') throw new Error(`expected running, got ${JSON.stringify(accepted)}`);
+    expect(accepted).toEqual({ status: 'running', round: expect.any(String), run });
+    // At the confirm gate: the command waits for approval, the whole round with it.
+    let state = await client.getRound(s, run, accepted.round);
+    for (let i = 0; i < 250 && !(state.status === 'running' && state.calls[0]?.state === 'waiting_for_approval'); i++) {
+      await sleep(20);
+      state = await client.getRound(s, run, accepted.round);
+    }
+    expect(state).toEqual({
+      status: 'running',
+      round: accepted.round,
+      run,
+      calls: [
+        { id: 'gated', name: 'run_command', state: 'waiting_for_approval' },
+        { id: 'calc', name: 'calculate', state: 'queued' },
+      ],
+    });
+    // A retry under the key while it waits: the same round, still running.
+    expect(await client.submitRoundAsync(s, run, calls, { idempotencyKey: 'ka' })).toEqual(accepted);
+    const waited = client.getRound(s, run, accepted.round, { wait: 60_000 });
+    await client.answerConfirmation(s, 'gated', { approve: true });
+    const done = await waited;
+    if (done.status !== 'done') throw new Error(`expected done, got ${JSON.stringify(done)}`);
+    expect(done.response.results.map((r) => r.status)).toEqual(['ok', 'ok']);
+    // The same stored answer: a waiting retry, an async retry, and the OpenAI view as the POST gives it.
+    expect(await client.submitRound(s, run, calls, { idempotencyKey: 'ka' })).toEqual(done.response);
+    expect(await client.submitRoundAsync(s, run, calls, { idempotencyKey: 'ka' })).toEqual(done);
+    const openai = await client.getRound(s, run, accepted.round, { format: 'openai' });
+    const posted = await client.submitRound(s, run, calls, { idempotencyKey: 'ka', format: 'openai' });
+    expect(openai).toEqual({ status: 'done', response: posted });
+    const missing = await apiError(client.getRound(s, run, 'rnd_nope'));
+    expect([missing.status, missing.code]).toEqual([404, 'round_not_found']);
+    const badWait = await apiError(client.getRound(s, run, accepted.round, { wait: 60_001 }));
+    expect(badWait.status).toBe(400);
+  });
+
   it('reads the catalog, health, readiness and metrics', async () => {
     const catalog = await client.catalog();
     expect(catalog.find((t) => t.name === 'run_command')?.confirm).toBe(true);

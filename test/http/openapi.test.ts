@@ -390,6 +390,33 @@ describe('real answers match the document', () => {
     throw new Error(`fewer than ${n} pending confirmations`);
   }
 
+  it('(v1.3) a round handed over: POST 202 with Location, GET 202 with each call’s state, 200 in every format, 404 and 400', async () => {
+    const s = uid('s');
+    await putSession(h, s);
+    await fetchSchemas(h, s, ['run_command', 'calculate']);
+    const run = uid('run');
+    const body = { calls: [rt('run_command', { command: 'echo later' }), rt('calculate', { expression: '1+1' })] };
+    const headers = { prefer: 'respond-async', 'idempotency-key': uid('k') };
+    const posted = await call('POST', `/v1/sessions/${s}/runs/${run}/rounds`, { body, headers, validBody: true });
+    expect(posted.status).toBe(202);
+    const where = `/v1/sessions/${s}/runs/${run}/rounds/${posted.json.round}`;
+    expect(posted.headers.get('location')).toBe(where);
+    const listed = await waitForConfirmations(s, 1);
+    const running = await call('GET', where);
+    expect(running.status).toBe(202);
+    expect(running.json.calls.map((c: { state: string }) => c.state)).toEqual(['waiting_for_approval', 'queued']);
+    expect((await call('POST', `/v1/sessions/${s}/runs/${run}/rounds`, { body, headers })).status).toBe(202);
+    await call('POST', `/v1/sessions/${s}/confirmations/${listed.json.confirmations[0].confirmationId}`, {
+      body: { approve: true },
+    });
+    expect((await call('GET', `${where}?wait=60000`)).status).toBe(200);
+    for (const format of ['openai', 'anthropic', 'openai-responses'])
+      expect((await call('GET', `${where}?format=${format}`)).status, format).toBe(200);
+    expect((await call('POST', `/v1/sessions/${s}/runs/${run}/rounds`, { body, headers })).status).toBe(200);
+    expect((await call('GET', `/v1/sessions/${s}/runs/${run}/rounds/rnd_nope`)).status).toBe(404);
+    expect((await call('GET', `${where}?wait=soon`)).status).toBe(400);
+  });
+
   it('the catalog and the operations endpoints', async () => {
     await call('GET', '/v1/tools');
     await call('GET', '/healthz');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TdClient } from '@tool-dispatch/client';
@@ -166,6 +166,27 @@ describe('TD_API_TOKENS: roles', () => {
       const may = approverMay(r.method, r.docPath);
       if (may ? answer.status === 403 || answer.status === 401 : answer.status !== 403)
         problems.push(`${r.method} ${r.url} → ${answer.status} (approver ${may ? 'may' : 'may not'})`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('the document’s x-td-roles and docs/api.md’s roles table say what the server enforces, for every route', () => {
+    const table = new Map<string, string[]>();
+    const api = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    for (const m of api.matchAll(/^\| `(GET|PUT|POST|DELETE) (\/[^`]+)`[^|]*\|([^|]*)\|([^|]*)\|([^|]*)\|$/gm)) {
+      const roles = ['backend', 'approver', 'operator'].filter((_, i) => (m[3 + i] ?? '').includes('✓'));
+      table.set(`${m[1]} ${routeShape(m[2] ?? '')}`, roles);
+    }
+    const problems: string[] = [];
+    for (const [method, docPath, op] of operationsOf(readOpenApiDocument())) {
+      if (!docPath.startsWith('/v1/')) continue;
+      const roles = (op as { 'x-td-roles'?: string[] })['x-td-roles'];
+      const enforced = ['backend', 'operator', ...(approverMay(method, docPath) ? ['approver'] : [])];
+      if (!roles || [...roles].sort().join() !== enforced.sort().join())
+        problems.push(`${method} ${docPath}: x-td-roles ${JSON.stringify(roles)}, enforced ${enforced.join()}`);
+      const row = table.get(`${method} ${routeShape(docPath)}`);
+      if (!row || row.sort().join() !== enforced.sort().join())
+        problems.push(`${method} ${docPath}: docs/api.md's table ${JSON.stringify(row)}, enforced ${enforced.join()}`);
     }
     expect(problems).toEqual([]);
   });

@@ -86,7 +86,7 @@ async function setup(opts: { autoApprove?: 'all'; now?: () => number; retentionM
     );
     return held.view;
   };
-  return { engine, session, started, release, seen, until: untilRound };
+  return { engine, store, session, started, release, seen, until: untilRound };
 }
 
 const cmd = (id: string, command: string) => ({ id, name: 'run_command', args: { command } });
@@ -137,6 +137,26 @@ describe('async rounds (Dispatcher.submitRoundAsync / getRound / cancelRound)', 
     expect(v?.status).toBe('done');
     expect(seen.indexOf(`round.completed:${reply.round}`)).toBeGreaterThanOrEqual(0);
     expect(seen.indexOf('get:done')).toBeGreaterThan(seen.indexOf(`round.completed:${reply.round}`));
+  });
+
+  it('reads the store once before a wait and once when the commit wakes it, never in between (no polling)', async () => {
+    const { engine, store, session, release, until } = await setup({ autoApprove: 'all' });
+    const reply = await engine.submitRoundAsync({ session, run: 'r1', calls: [cmd('c1', 'long')] });
+    if (reply.status !== 'running') throw new Error('expected running');
+    await until('r1', reply.round, (v) => v?.status === 'running' && v.calls[0]?.state === 'running');
+    let reads = 0;
+    const read = store.getRound.bind(store);
+    store.getRound = (s, r, round) => {
+      if (round === reply.round) reads++;
+      return read(s, r, round);
+    };
+    const waited = engine.getRound(session, 'r1', reply.round, { waitMs: 60_000 });
+    // Room for a poller of any interval under a second to read meanwhile; the wait must not.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(reads).toBe(1);
+    release();
+    expect((await waited)?.status).toBe('done');
+    expect(reads).toBe(2);
   });
 
   it('ends a wait when its signal aborts, the round still running', async () => {

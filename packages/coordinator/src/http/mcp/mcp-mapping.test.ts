@@ -12,6 +12,7 @@ import {
   inputAnswerOf,
   inputElicitation,
   mcpToolsOf,
+  taskElicitationRequestId,
 } from './mcp-mapping.js';
 import { tokenSessionOf } from './mcp-routes.js';
 
@@ -182,6 +183,19 @@ describe('elicitations and their answers', () => {
     expect(answeredBy(3)).toBeUndefined();
     expect(answeredBy('td-confirm:bad id')).toBeUndefined();
     expect(answeredBy('other')).toBeUndefined();
+    // (v1.3) A task's question names its task, so the answer finds the task's session.
+    const task = '0b7c6f0e-9c1d-4c51-8a4e-2f3d4b5a6c7d';
+    expect(answeredBy(taskElicitationRequestId(task, 'confirm', 'cf_1'))).toEqual({
+      kind: 'confirm',
+      id: 'cf_1',
+      taskId: task,
+    });
+    expect(answeredBy(taskElicitationRequestId(task, 'input', 'in_r_0'))).toEqual({
+      kind: 'input',
+      id: 'in_r_0',
+      taskId: task,
+    });
+    expect(answeredBy('td-task:not-a-task:confirm:cf_1')).toBeUndefined();
   });
 });
 

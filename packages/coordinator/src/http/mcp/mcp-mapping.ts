@@ -160,12 +160,21 @@ export function elicitationRequestId(kind: 'confirm' | 'input', id: string): str
   return `td-${kind}:${id}`;
 }
 
-/** What an elicitation's JSON-RPC id answers, or undefined for an id the dispatcher did not make. */
-export function answeredBy(requestId: unknown): { kind: 'confirm' | 'input'; id: string } | undefined {
+/**
+ * (v1.3) The id of a 2025 task's elicitation (asked on a tasks/result stream): it names the task,
+ * so the answer reaches the task's session whichever connection of its token reads the result.
+ */
+export function taskElicitationRequestId(taskId: string, kind: 'confirm' | 'input', id: string): string {
+  return `td-task:${taskId}:${kind}:${id}`;
+}
+
+/** What an elicitation's JSON-RPC id answers (and of which task), or undefined for an id the dispatcher did not make. */
+export function answeredBy(requestId: unknown): { kind: 'confirm' | 'input'; id: string; taskId?: string } | undefined {
   if (typeof requestId !== 'string') return undefined;
-  const m = /^td-(confirm|input):(.+)$/.exec(requestId);
-  if (!m || !isValidId(m[2])) return undefined;
-  return { kind: m[1] as 'confirm' | 'input', id: m[2] as string };
+  const m = /^td-(?:task:([0-9a-f-]{36}):)?(confirm|input):(.+)$/.exec(requestId);
+  if (!m || !isValidId(m[3])) return undefined;
+  const target = { kind: m[2] as 'confirm' | 'input', id: m[3] as string };
+  return m[1] === undefined ? target : { ...target, taskId: m[1] };
 }
 
 /** An elicitation's answer (`ElicitResult`) as a confirmation's decision: only accept with approve true approves. */

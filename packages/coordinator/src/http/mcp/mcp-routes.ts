@@ -172,7 +172,7 @@ async function legacyPost(
   for (const m of messages) {
     if (typeof m.method === 'string' && m.id !== undefined) requests.push(m);
     else if (typeof m.method === 'string') await service.notified(record, m);
-    else await service.answered(record, m);
+    else await service.answered(record, m, principalOf(request).name);
   }
   if (requests.length === 0) return reply.code(202).send();
   const owner = principalOf(request).name;

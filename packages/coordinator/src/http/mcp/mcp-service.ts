@@ -294,20 +294,29 @@ export class McpService {
     await this.o.sessions.cancel({ mcpSession: record.id, requestId });
   }
 
-  /** A response the client posted: the answer to an elicitation, handed to the confirm or input hub. */
-  async answered(record: McpSessionRecord, message: Record<string, unknown>): Promise<void> {
+  /**
+   * A response the client posted: the answer to an elicitation, handed to the confirm or input hub
+   * of the MCP session's session, or (a task's question, `owner` the token posting it) of the task's.
+   */
+  async answered(record: McpSessionRecord, message: Record<string, unknown>, owner?: string): Promise<void> {
     this.hooks.request?.('response');
     const target = answeredBy(message.id);
     // An error answer (the client could not ask) leaves the question to the API.
     if (!target || message.result === undefined) return;
     const d = this.o.dispatcher;
     try {
+      // Another token's task, or none: not found, nothing answered.
+      const session =
+        target.taskId === undefined
+          ? record.session
+          : (await this.o.tasks?.find(target.taskId, owner ?? '').catch(() => undefined))?.session;
+      if (session === undefined) return;
       if (target.kind === 'confirm') {
-        await d.answerConfirmation(record.session, target.id, { ...approvalOf(message.result), who: 'mcp-client' });
+        await d.answerConfirmation(session, target.id, { ...approvalOf(message.result), who: 'mcp-client' });
         return;
       }
-      const input = (await d.pendingInputs(record.session)).find((x) => x.inputId === target.id);
-      if (input) await d.answerInput(record.session, target.id, inputAnswerOf(input.kind, message.result));
+      const input = (await d.pendingInputs(session)).find((x) => x.inputId === target.id);
+      if (input) await d.answerInput(session, target.id, inputAnswerOf(input.kind, message.result));
     } catch {
       // Answered already (through the API, first answer wins), timed out or cancelled.
     }

@@ -5,7 +5,13 @@
 import { ProtocolError, RELATED_TASK_META_KEY, type Server } from '@modelcontextprotocol/server';
 import type { DispatchEvent } from '../../events/event-bus.js';
 import { INVALID_PARAMS, McpCallError } from './mcp-call.js';
-import { APPROVAL_SCHEMA, approvalMessage, callIdsOf, elicitationRequestId, inputElicitation } from './mcp-mapping.js';
+import {
+  APPROVAL_SCHEMA,
+  approvalMessage,
+  callIdsOf,
+  inputElicitation,
+  taskElicitationRequestId,
+} from './mcp-mapping.js';
 import type { McpSessionRecord } from './mcp-sessions.js';
 import { isTerminal, type McpTasks, TASK_PARAMS, type TaskState } from './mcp-tasks.js';
 import type { McpTaskRecord } from './mcp-tasks-records.js';
@@ -187,7 +193,7 @@ async function ask(
   const out: { id: string; params: Message }[] = [];
   for (const x of s.confirmations ?? [])
     out.push({
-      id: elicitationRequestId('confirm', x.confirmationId),
+      id: taskElicitationRequestId(task.taskId, 'confirm', x.confirmationId),
       params: {
         mode: 'form',
         message: approvalMessage(x.name, x.args),
@@ -197,7 +203,10 @@ async function ask(
     });
   for (const x of s.inputs ?? [])
     if (x.kind !== 'client')
-      out.push({ id: elicitationRequestId('input', x.inputId), params: { ...inputElicitation(x), _meta: related } });
+      out.push({
+        id: taskElicitationRequestId(task.taskId, 'input', x.inputId),
+        params: { ...inputElicitation(x), _meta: related },
+      });
   for (const q of out) {
     if (asked.has(q.id)) continue;
     asked.add(q.id);
